@@ -1,0 +1,3 @@
+from triage_bot.cli import main
+
+raise SystemExit(main())

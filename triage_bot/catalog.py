@@ -1,0 +1,291 @@
+"""Load, validate (JSON Schema) and compile the signature catalog: patterns/**/*.yml."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import regex
+import yaml
+
+from triage_bot import resources
+
+# The cheap YAML loader where libyaml is there; the pure-Python one elsewhere.
+_YamlLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+DEFAULT_BEFORE = 3
+DEFAULT_AFTER = 1
+# Signatures below this priority are catch-alls: a job whose best match is one of them
+# still gets its best-guess error lines.
+GENERIC_PRIORITY = 10
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something wrong with a signature file: where, what, and how to mend it."""
+
+    path: Path
+    line: int | None
+    message: str
+    hint: str = ""
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else str(self.path)
+        hint = f" (hint: {self.hint})" if self.hint else ""
+        return f"{where}: {self.message}{hint}"
+
+
+@dataclass(frozen=True)
+class MatchExample:
+    line: str
+    captures: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Signature:
+    id: str
+    title: str
+    category: str
+    priority: int
+    keywords: tuple[str, ...]
+    pattern: regex.Pattern[str]
+    before: int
+    after: int
+    group_by: tuple[str, ...]
+    summary: str
+    fix: str
+    retry: bool
+    references: tuple[str, ...]
+    match_examples: tuple[MatchExample, ...]
+    no_match_examples: tuple[str, ...]
+    path: Path
+    # Where the file sits, for messages: "builtin" or a repository's name.
+    origin: str = "builtin"
+
+    @property
+    def generic(self) -> bool:
+        return self.priority < GENERIC_PRIORITY
+
+    @property
+    def trigger(self) -> str:
+        """The keyword the prefilter looks for: the longest, as the rarest guess."""
+        return max(self.keywords, key=len)
+
+
+@dataclass(frozen=True)
+class Catalog:
+    signatures: tuple[Signature, ...]
+    problems: tuple[Problem, ...] = field(default=())
+
+    def get(self, signature_id: str) -> Signature | None:
+        return next((s for s in self.signatures if s.id == signature_id), None)
+
+    def without(self, signature_ids: Iterable[str]) -> Catalog:
+        dropped = set(signature_ids)
+        kept = tuple(s for s in self.signatures if s.id not in dropped)
+        return Catalog(kept, self.problems)
+
+
+@cache
+def _validator() -> Any:
+    import jsonschema  # imported here: it is the slowest import on the start-up path
+
+    schema = json.loads(resources.schema_path().read_text(encoding="utf-8"))
+    return jsonschema.Draft202012Validator(schema)
+
+
+def signature_files(paths: Sequence[Path]) -> list[Path]:
+    """The .yml files under each path (a file is taken as it is), sorted for stable order."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files.extend(sorted(p for p in path.rglob("*.yml") if p.is_file()))
+            files.extend(sorted(p for p in path.rglob("*.yaml") if p.is_file()))
+        else:
+            files.append(path)
+    return files
+
+
+def load_catalog(
+    paths: Sequence[Path] | None = None, *, origin: str = "builtin", base: Catalog | None = None
+) -> Catalog:
+    """Load every signature under `paths` (default: the built-in catalog).
+
+    A broken file is reported in `Catalog.problems` and left out; it never stops the others.
+    With `base`, the new signatures are added to it (duplicate ids are refused).
+    """
+    files = signature_files(list(paths) if paths is not None else [resources.patterns_dir()])
+    signatures = list(base.signatures) if base else []
+    problems = list(base.problems) if base else []
+    seen = {s.id: s.path for s in signatures}
+    for path in files:
+        loaded, file_problems = load_signature(path, origin=origin)
+        problems.extend(file_problems)
+        if loaded is None:
+            continue
+        if loaded.id in seen:
+            problems.append(
+                Problem(
+                    path,
+                    1,
+                    f"duplicate id {loaded.id!r}, also in {seen[loaded.id]}",
+                    "ids are unique across the catalog; rename one",
+                )
+            )
+            continue
+        seen[loaded.id] = path
+        signatures.append(loaded)
+    return Catalog(tuple(signatures), tuple(problems))
+
+
+def load_signature(
+    path: Path, *, origin: str = "builtin"
+) -> tuple[Signature | None, list[Problem]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, [Problem(path, None, f"cannot read: {exc}")]
+    try:
+        data = yaml.load(text, Loader=_YamlLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        reason = getattr(exc, "problem", None) or str(exc)
+        return None, [
+            Problem(
+                path,
+                line,
+                f"invalid YAML: {reason}",
+                "check indentation and quote strings that contain ': ' or '#'",
+            )
+        ]
+    problems = [
+        Problem(
+            path, _line_of(text, list(err.absolute_path)), _schema_message(err), _schema_hint(err)
+        )
+        for err in sorted(_validator().iter_errors(data), key=lambda e: list(map(str, e.path)))
+    ]
+    if problems:
+        return None, problems
+    return _build(path, text, data, origin)
+
+
+def _build(
+    path: Path, text: str, data: dict[str, Any], origin: str
+) -> tuple[Signature | None, list[Problem]]:
+    problems: list[Problem] = []
+    if data["id"] != path.stem:
+        problems.append(
+            Problem(
+                path,
+                _line_of(text, ["id"]),
+                f"id {data['id']!r} differs from the file name {path.stem!r}",
+                f"rename the file to {data['id']}.yml or set id: {path.stem}",
+            )
+        )
+    try:
+        pattern = regex.compile(data["pattern"])
+    except regex.error as exc:
+        problems.append(
+            Problem(
+                path,
+                _line_of(text, ["pattern"]),
+                f"pattern does not compile: {exc}",
+                "patterns use the `regex` module's syntax; escape ( [ . * + ? literally",
+            )
+        )
+        return None, problems
+    groups = set(pattern.groupindex)
+    for name in data.get("group_by", []):
+        if name not in groups:
+            problems.append(
+                Problem(
+                    path,
+                    _line_of(text, ["group_by"]),
+                    f"group_by names {name!r}, which is not a named group of the pattern",
+                    "add (?P<name>...) to the pattern or drop it from group_by",
+                )
+            )
+    if problems:
+        return None, problems
+    context = data.get("context", {})
+    tests = data["tests"]
+    signature = Signature(
+        id=data["id"],
+        title=data["title"],
+        category=data["category"],
+        priority=data["priority"],
+        keywords=tuple(data["keywords"]),
+        pattern=pattern,
+        before=context.get("before", DEFAULT_BEFORE),
+        after=context.get("after", DEFAULT_AFTER),
+        group_by=tuple(data.get("group_by", [])),
+        summary=data["summary"],
+        fix=data["fix"],
+        retry=data.get("retry", False),
+        references=tuple(data.get("references", [])),
+        match_examples=tuple(
+            MatchExample(m["line"], dict(m.get("captures", {}))) for m in tests["match"]
+        ),
+        no_match_examples=tuple(tests.get("no_match", [])),
+        path=path,
+        origin=origin,
+    )
+    return signature, []
+
+
+def line_of_key(path: Path, keys: list[str | int]) -> int | None:
+    """The line of a key inside a signature file, for messages about it."""
+    try:
+        return _line_of(path.read_text(encoding="utf-8"), keys)
+    except OSError:
+        return None
+
+
+def _line_of(text: str, keys: list[str | int]) -> int | None:
+    """1-based line of the node at `keys` in the YAML text (the nearest existing parent)."""
+    try:
+        node: yaml.Node | None = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return None
+    if node is None:
+        return 1
+    line = node.start_mark.line + 1
+    for key in keys:
+        child = _child(node, key)
+        if child is None:
+            break
+        node = child
+        line = node.start_mark.line + 1
+    return line
+
+
+def _child(node: yaml.Node, key: str | int) -> yaml.Node | None:
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            if key_node.value == key:
+                return value_node  # type: ignore[no-any-return]
+    if isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+        return node.value[key]  # type: ignore[no-any-return]
+    return None
+
+
+def _schema_message(err: Any) -> str:
+    where = ".".join(str(p) for p in err.absolute_path) or "the file"
+    return f"{where}: {err.message}"
+
+
+def _schema_hint(err: Any) -> str:
+    hints = {
+        "required": "every signature needs id, title, category, priority, keywords, pattern, "
+        "summary, fix and tests",
+        "additionalProperties": "see patterns/README.md for the fields a signature may have",
+        "enum": "category is one of: dependency build test infra resource config network lint "
+        "timeout",
+        "type": "check the value's type against patterns/README.md",
+    }
+    return hints.get(str(err.validator), "")

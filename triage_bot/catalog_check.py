@@ -1,0 +1,276 @@
+"""`catalog lint` and `catalog test`: a signature is refused with the file, line and why.
+
+lint: the schema, id = file stem, unique ids, patterns compile, keywords occur in every
+example, templates render with the example captures, no catastrophic backtracking, a `.log`
+window beside every signature. test: the inline examples and the `.log` windows with their
+`#!` expectations, classified by the real streaming classifier.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+
+from triage_bot import resources
+from triage_bot.catalog import Catalog, Problem, Signature, line_of_key, load_catalog
+from triage_bot.classify import CompiledCatalog, classify
+from triage_bot.render import render_signature_text
+
+# Long enough to make an exponential pattern blow up, short enough that a sane one takes
+# microseconds; the timeout is far above what a sane pattern needs even on a loaded machine.
+_PUMP = 4000
+BACKTRACK_TIMEOUT_S = 0.25
+_PUMP_CHARS = "a A0 .-_/:'\"\t\\(["
+
+
+def catalog_for(paths: Sequence[Path]) -> Catalog:
+    """The catalog the given paths make: the built-in one plus any other folders or files."""
+    builtin = resources.patterns_dir().resolve()
+    extra = [p for p in paths if not _inside(p.resolve(), builtin)]
+    catalog = load_catalog()
+    if extra:
+        catalog = load_catalog(extra, origin="local", base=catalog)
+    return catalog
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def _selected(catalog: Catalog, paths: Sequence[Path]) -> list[Signature]:
+    if not paths:
+        return list(catalog.signatures)
+    roots = [p.resolve() for p in paths]
+    return [s for s in catalog.signatures if any(_inside(s.path.resolve(), r) for r in roots)]
+
+
+def _selected_problems(catalog: Catalog, paths: Sequence[Path]) -> list[Problem]:
+    roots = [p.resolve() for p in paths] or [resources.patterns_dir().resolve()]
+    return [p for p in catalog.problems if any(_inside(p.path.resolve(), r) for r in roots)]
+
+
+def lint(paths: Sequence[Path]) -> tuple[list[Signature], list[Problem]]:
+    catalog = catalog_for(paths)
+    signatures = _selected(catalog, paths)
+    problems = _selected_problems(catalog, paths)
+    for signature in signatures:
+        problems.extend(lint_signature(signature))
+    return signatures, problems
+
+
+def lint_signature(signature: Signature) -> list[Problem]:
+    problems: list[Problem] = []
+    path = signature.path
+    for index, example in enumerate(signature.match_examples):
+        for keyword in signature.keywords:
+            if keyword not in example.line:
+                problems.append(
+                    Problem(
+                        path,
+                        line_of_key(path, ["tests", "match", index, "line"]),
+                        f"keyword {keyword!r} does not occur in example {example.line!r}",
+                        "keywords are literals that every matching line contains",
+                    )
+                )
+        found = signature.pattern.search(example.line)
+        captures = {k: v for k, v in found.groupdict().items() if v is not None} if found else {}
+        # Optional groups may be missing; templates see them as empty.
+        captures = {name: captures.get(name, "") for name in signature.pattern.groupindex}
+        for field in ("summary", "fix"):
+            try:
+                render_signature_text(getattr(signature, field), captures)
+            except jinja2.TemplateError as exc:
+                problems.append(
+                    Problem(
+                        path,
+                        line_of_key(path, [field]),
+                        f"{field} does not render: {exc}",
+                        "use only the pattern's named groups",
+                    )
+                )
+    problems.extend(_backtracking(signature))
+    window = path.with_suffix(".log")
+    if not window.is_file():
+        problems.append(
+            Problem(
+                path,
+                None,
+                f"no log window {window.name} beside the signature",
+                "add a real window of a job log with '#! match:' lines",
+            )
+        )
+    return problems
+
+
+def adversarial_inputs(signature: Signature) -> list[str]:
+    keyword = signature.trigger
+    inputs = [keyword + " " + char * _PUMP + "\u2603" for char in _PUMP_CHARS]
+    inputs += [keyword + " " + (char + " ") * (_PUMP // 2) for char in "a0-."]
+    for example in signature.match_examples:
+        line = example.line
+        inputs.append((line + " ") * 40)
+        inputs.append(line[: len(line) // 2] * 80)
+        inputs.append(line.replace(" ", " " * 400))
+        inputs.append(line[:-1] + "\u2603" * 200)
+    return inputs
+
+
+def _backtracking(signature: Signature) -> list[Problem]:
+    for text in adversarial_inputs(signature):
+        try:
+            signature.pattern.search(text, timeout=BACKTRACK_TIMEOUT_S)
+        except TimeoutError:
+            return [
+                Problem(
+                    signature.path,
+                    line_of_key(signature.path, ["pattern"]),
+                    f"pattern backtracks catastrophically (over {BACKTRACK_TIMEOUT_S}s on "
+                    f"a {len(text)}-character line starting {text[:40]!r})",
+                    "avoid nested quantifiers like (a+)+ and overlapping alternatives; "
+                    "anchor on literals and use [^x]* instead of .*",
+                )
+            ]
+    return []
+
+
+@dataclass(frozen=True)
+class Failure:
+    path: Path
+    line: int | None
+    expected: str
+    actual: str
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else str(self.path)
+        return f"{where}: expected {self.expected}; got {self.actual}"
+
+
+def test(paths: Sequence[Path]) -> tuple[int, list[Failure], list[Problem]]:
+    """(checks run, failures, load problems) for the selected signatures."""
+    catalog = catalog_for(paths)
+    compiled = CompiledCatalog(catalog)
+    checks = 0
+    failures: list[Failure] = []
+    for signature in _selected(catalog, paths):
+        count, found = _inline_tests(signature)
+        checks += count
+        failures.extend(found)
+        window = signature.path.with_suffix(".log")
+        if window.is_file():
+            count, found = window_test(window, compiled)
+            checks += count
+            failures.extend(found)
+    return checks, failures, _selected_problems(catalog, paths)
+
+
+def _describe(signature_id: str | None, captures: dict[str, str]) -> str:
+    if signature_id is None:
+        return "no match"
+    shown = " ".join(f"{k}={v!r}" for k, v in sorted(captures.items()))
+    return f"{signature_id} {shown}".strip()
+
+
+def _inline_tests(signature: Signature) -> tuple[int, list[Failure]]:
+    failures: list[Failure] = []
+    path = signature.path
+    for index, example in enumerate(signature.match_examples):
+        found = signature.pattern.search(example.line)
+        got = {k: v for k, v in found.groupdict().items() if v is not None} if found else {}
+        expected = example.captures
+        if found is None or any(got.get(k) != v for k, v in expected.items()):
+            failures.append(
+                Failure(
+                    path,
+                    line_of_key(path, ["tests", "match", index]),
+                    f"{example.line!r} to match with {_describe(signature.id, expected)}",
+                    _describe(signature.id, got) if found else "no match",
+                )
+            )
+    for index, line in enumerate(signature.no_match_examples):
+        if signature.pattern.search(line):
+            failures.append(
+                Failure(
+                    path,
+                    line_of_key(path, ["tests", "no_match", index]),
+                    f"{line!r} not to match",
+                    "a match",
+                )
+            )
+    return len(signature.match_examples) + len(signature.no_match_examples), failures
+
+
+@dataclass(frozen=True)
+class Expectation:
+    directive_line: int  # in the .log file, for messages
+    kind: str  # "match" or "ok"
+    signature_id: str
+    captures: dict[str, str]
+
+
+def parse_window(text: str) -> tuple[bytes, dict[int, list[Expectation]]]:
+    """Strip `#!` lines; map each expectation to the line number it checks in the rest."""
+    kept: list[str] = []
+    expectations: dict[int, list[Expectation]] = {}
+    waiting: list[Expectation] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.startswith("#!"):
+            waiting.append(_expectation(line[2:].strip(), number))
+            continue
+        kept.append(line)
+        if waiting:
+            expectations[len(kept)] = waiting
+            waiting = []
+    return ("\n".join(kept) + "\n").encode(), expectations
+
+
+def _expectation(directive: str, number: int) -> Expectation:
+    kind, _, rest = directive.partition(":")
+    words = shlex.split(rest)
+    if kind.strip() not in ("match", "ok") or not words:
+        return Expectation(number, "invalid", directive, {})
+    captures = dict(word.split("=", 1) for word in words[1:] if "=" in word)
+    return Expectation(number, kind.strip(), words[0], captures)
+
+
+def window_test(window: Path, compiled: CompiledCatalog) -> tuple[int, list[Failure]]:
+    log, expectations = parse_window(window.read_text(encoding="utf-8", errors="replace"))
+    result = classify([log], compiled, window.stem, keep_winners=True)
+    winners = {line: (sid, caps) for line, sid, caps in result.winners}
+    failures: list[Failure] = []
+    if not any(
+        e.kind == "match" and e.signature_id == window.stem
+        for group in expectations.values()
+        for e in group
+    ):
+        failures.append(Failure(window, None, f"a '#! match: {window.stem}' line", "none"))
+    checks = 0
+    for line, group in expectations.items():
+        winner_id, winner_captures = winners.get(line, (None, {}))
+        actual = _describe(winner_id, winner_captures)
+        for expectation in group:
+            checks += 1
+            failure = _check(expectation, winner_id, winner_captures)
+            if failure:
+                failures.append(Failure(window, expectation.directive_line, failure, actual))
+    return checks, failures
+
+
+def _check(expectation: Expectation, winner_id: str | None, captures: dict[str, str]) -> str:
+    wanted = _describe(expectation.signature_id, expectation.captures)
+    if expectation.kind == "invalid":
+        return f"a directive '#! match: ID key=value' or '#! ok: ID', not {wanted!r}"
+    if expectation.kind == "ok":
+        return (
+            f"the next line not to match {expectation.signature_id}"
+            if (winner_id == expectation.signature_id)
+            else ""
+        )
+    if winner_id != expectation.signature_id:
+        return f"the next line to match {wanted}"
+    if any(captures.get(k) != v for k, v in expectation.captures.items()):
+        return f"the next line to match {wanted}"
+    return ""

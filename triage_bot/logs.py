@@ -1,0 +1,98 @@
+"""The GitHub Actions job log format, and plain logs from anywhere else.
+
+A job log line looks like `2026-10-21T09:12:33.1234567Z ##[error]message`: an optional UTF-8
+BOM on the first line, a timestamp, ANSI colours, CRLF endings, `##[group]`/`##[endgroup]`
+around steps and folds, `##[error]`/`##[warning]` annotations. Lines pasted from the web UI or
+from other CI systems have none of that and are taken as they are. Bytes that are not UTF-8
+are replaced, never fatal. Line numbers are the 1-based lines of the log as given.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+
+BOM = "\ufeff"
+_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ")
+_TIMESTAMP_LENGTH_MIN = 21
+# CSI (colours, cursor), OSC (titles, links; ended by BEL or ST) and two-byte escapes. None of
+# them spans a newline, so stripping never changes line numbers.
+_ANSI = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
+_MARKER = re.compile(r"##\[(group|endgroup|error|warning|notice|debug|command|section)\]")
+
+
+def strip_ansi(block: bytes) -> bytes:
+    """Remove terminal escapes from a block of lines; a no-op scan where there is no ESC."""
+    if b"\x1b" not in block:
+        return block
+    return _ANSI.sub(b"", block)
+
+
+@dataclass(frozen=True)
+class Line:
+    number: int
+    text: str
+    timestamp: str | None = None
+    marker: str | None = None
+
+    @property
+    def message(self) -> str:
+        """The text without its `##[marker]` prefix."""
+        if self.marker is None:
+            return self.text
+        return self.text[len(self.marker) + 4 :]
+
+
+def split_timestamp(text: str) -> tuple[str | None, str]:
+    if len(text) >= _TIMESTAMP_LENGTH_MIN and text[4] == "-" and text[10] == "T":
+        found = _TIMESTAMP.match(text)
+        if found:
+            return text[: found.end() - 1], text[found.end() :]
+    return None, text
+
+
+def normalise(raw: bytes) -> tuple[str | None, str]:
+    """One raw line (no newline, ANSI already stripped) -> (timestamp, text)."""
+    text = raw.decode("utf-8", "replace")
+    if text.endswith("\r"):
+        text = text[:-1]
+    if text.startswith(BOM):
+        text = text[1:]
+    return split_timestamp(text)
+
+
+def marker_of(text: str) -> str | None:
+    if text.startswith("##["):
+        found = _MARKER.match(text)
+        if found:
+            return found.group(1)
+    return None
+
+
+def parse_line(raw: bytes, number: int) -> Line:
+    timestamp, text = normalise(strip_ansi(raw))
+    return Line(number, text, timestamp, marker_of(text))
+
+
+def iter_lines(chunks: Iterable[bytes]) -> Iterator[Line]:
+    """Lines of a log that arrives in chunks of any size; for small logs and tools."""
+    carry = b""
+    number = 0
+    for chunk in chunks:
+        data = carry + chunk
+        parts = data.split(b"\n")
+        carry = parts.pop()
+        for raw in parts:
+            number += 1
+            yield parse_line(raw, number)
+    if carry:
+        yield parse_line(carry, number + 1)
+
+
+def parse_timestamp(value: str) -> datetime:
+    """GitHub's 7-digit fractions are more than fromisoformat takes; cut to microseconds."""
+    head, _, fraction = value.rstrip("Z").partition(".")
+    micro = (fraction + "000000")[:6]
+    return datetime.fromisoformat(f"{head}.{micro}+00:00")

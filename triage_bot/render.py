@@ -1,0 +1,191 @@
+"""Report -> the pull request comment (markdown), the terminal view (text), within GitHub's cap.
+
+Templates live in templates/. Signature summaries and fixes are templates too, written by
+contributors: they run sandboxed with StrictUndefined, and every capture they print is escaped
+unless a filter (`code`, `verbatim`) says how it is shown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import jinja2
+import jinja2.sandbox
+
+from triage_bot import resources, sanitize
+from triage_bot.catalog import Signature
+from triage_bot.report import Group, Job, Report
+
+COMMENT_MARKER = "<!-- triage-bot:sticky-comment -->"
+MAX_COMMENT_CHARS = 65_536
+MAX_JOB_NAMES = 12
+CATALOG_URL = "https://github.com/triage-bot/triage-bot/blob/main/patterns/README.md"
+
+
+class Safe(str):
+    """Text a filter has already made safe for markdown."""
+
+
+def _finalize(value: Any) -> Any:
+    if isinstance(value, Safe):
+        return value
+    return sanitize.escape_text(str(value))
+
+
+@cache
+def _signature_env() -> jinja2.sandbox.SandboxedEnvironment:
+    env = jinja2.sandbox.SandboxedEnvironment(
+        undefined=jinja2.StrictUndefined, autoescape=False, finalize=_finalize
+    )
+    env.filters["code"] = lambda v: Safe(sanitize.code_span(str(v)))
+    env.filters["verbatim"] = lambda v: Safe(sanitize.in_code(str(v)))
+    return env
+
+
+def render_signature_text(template: str, captures: dict[str, str]) -> str:
+    """A signature's summary or fix with its captures; raises jinja2 errors on a bad one."""
+    return _signature_env().from_string(template).render(**captures)
+
+
+@cache
+def _env() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(resources.templates_dir())),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["md"] = sanitize.escape_text
+    env.filters["code"] = sanitize.code_span
+    env.filters["block"] = sanitize.code_block
+    return env
+
+
+@dataclass(frozen=True)
+class Detail:
+    """How much of each failure to show; the comment steps down until it fits the cap."""
+
+    before: int
+    after: int
+    job_names: int
+    fix: bool
+
+
+_DETAILS = (
+    Detail(before=40, after=40, job_names=MAX_JOB_NAMES, fix=True),
+    Detail(before=4, after=1, job_names=6, fix=True),
+    Detail(before=0, after=0, job_names=3, fix=False),
+)
+
+
+def _signature_texts(signature: Signature, captures: dict[str, str]) -> tuple[str, str]:
+    try:
+        return (
+            render_signature_text(signature.summary, captures),
+            render_signature_text(signature.fix, captures).strip(),
+        )
+    except jinja2.TemplateError as exc:
+        # A broken signature still shows its failure; the footer says what is wrong with it.
+        problem = f"{signature.path.name}: template error: {exc}"
+        return sanitize.escape_text(signature.title), sanitize.escape_text(problem)
+
+
+def _evidence(
+    job: Job, detail: Detail, line: int, before: list[str], text: str, after: list[str]
+) -> dict[str, Any]:
+    shown_before = before[len(before) - detail.before :] if detail.before else []
+    return {
+        "text": "\n".join([*shown_before, text, *after[: detail.after]]),
+        "line": line,
+        "url": job.line_urls.get(line) or job.url,
+    }
+
+
+def _group_view(group: Group, detail: Detail) -> dict[str, Any]:
+    match = group.example
+    summary, fix = _signature_texts(group.signature, match.captures)
+    first_job = group.jobs[0]
+    return {
+        "title": group.signature.title,
+        "id": group.signature.id,
+        "category": group.signature.category,
+        "summary": summary,
+        "fix": fix if detail.fix else "",
+        "retry": group.signature.retry,
+        "references": group.signature.references,
+        "job_count": len(group.jobs),
+        "jobs": [{"name": j.name, "url": j.url} for j in group.jobs[: detail.job_names]],
+        "more_jobs": max(0, len(group.jobs) - detail.job_names),
+        "first_job": first_job.name,
+        "occurrences": match.count,
+        "evidence": _evidence(first_job, detail, match.line, match.before, match.text, match.after),
+    }
+
+
+def _job_view(job: Job) -> dict[str, Any]:
+    result = job.result
+    root = result.root_cause
+    return {
+        "name": job.name,
+        "url": job.url,
+        "note": job.note,
+        "lines": result.lines,
+        "generic": root.signature.title if root is not None else None,
+        "fallback": [
+            {"line": f.line, "text": f.text, "url": job.line_urls.get(f.line) or job.url}
+            for f in result.fallback_lines
+        ],
+    }
+
+
+def _context(report: Report, detail: Detail, limit: int | None) -> dict[str, Any]:
+    groups = report.groups[:limit]
+    unmatched = report.unmatched
+    return {
+        "marker": COMMENT_MARKER,
+        "title": report.title,
+        "url": report.url,
+        "head_sha": report.head_sha,
+        "failed_jobs": len(report.jobs),
+        "groups": [_group_view(g, detail) for g in groups],
+        "hidden_groups": len(report.groups) - len(groups),
+        "unmatched": [_job_view(j) for j in unmatched[:limit]],
+        "hidden_unmatched": len(unmatched) - len(unmatched[:limit]),
+        "notes": [*report.footer_notes, *_truncation_notes(report)],
+        "catalog_url": CATALOG_URL,
+    }
+
+
+def _truncation_notes(report: Report) -> list[str]:
+    return [f"{job.name}: {job.note}" for job in report.jobs if job.note]
+
+
+def render_comment(report: Report, limit: int = MAX_COMMENT_CHARS) -> str:
+    """The pull request comment; always under `limit` characters, saying what it left out."""
+    template = _env().get_template("comment.md.j2")
+    for detail in _DETAILS:
+        body = template.render(**_context(report, detail, None))
+        if len(body) <= limit:
+            return body
+    detail = _DETAILS[-1]
+    shown = max(len(report.groups), len(report.unmatched))
+    while shown > 0:
+        shown = shown // 2 if shown > 8 else shown - 1
+        body = template.render(**_context(report, detail, shown))
+        if len(body) <= limit:
+            return body
+    return _hard_cut(body, limit)
+
+
+def _hard_cut(body: str, limit: int) -> str:
+    note = "\n\n_…cut here: the comment reached GitHub's 65,536-character limit._\n"
+    cut = body.rfind("\n", 0, limit - len(note))
+    return body[: max(cut, 0)] + note
+
+
+def render_text(report: Report) -> str:
+    return _env().get_template("terminal.txt.j2").render(**_context(report, _DETAILS[1], None))

@@ -1,0 +1,137 @@
+"""Matches of many jobs -> one report: failures grouped across jobs, and the JSON contract.
+
+A failure is a signature plus its `group_by` captures: the same failure in 20 matrix jobs is
+one group naming the 20 jobs. Only root causes are grouped; what else a job showed stays with
+the job. Every string that came from a log is redacted here, once, so that no output (the
+comment, the terminal view, the JSON) can show a secret.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from triage_bot.catalog import Signature
+from triage_bot.classify import FallbackLine, JobResult, Match
+from triage_bot.sanitize import redact
+
+JSON_VERSION = 1
+
+
+@dataclass
+class Job:
+    """One failed job as shown: its classification plus where it lives, when known."""
+
+    result: JobResult
+    url: str | None = None
+    # Link to a line: a function of the job's line number (GitHub: #step:S:L), when known.
+    line_urls: dict[int, str] = field(default_factory=dict)
+    # Why the log could not be read whole (capped, expired, missing), when it could not.
+    note: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.result.name
+
+
+@dataclass
+class Group:
+    signature: Signature
+    captures: dict[str, str]
+    jobs: list[Job]
+    # The first job's match: the evidence and the captures the summary and fix use.
+    example: Match
+
+    @property
+    def job_names(self) -> list[str]:
+        return [job.name for job in self.jobs]
+
+
+@dataclass
+class Report:
+    jobs: list[Job]
+    groups: list[Group]
+    title: str = ""
+    url: str | None = None
+    head_sha: str | None = None
+    footer_notes: list[str] = field(default_factory=list)
+
+    @property
+    def unmatched(self) -> list[Job]:
+        """Jobs with no root cause, or only a catch-all one: shown with best-guess lines."""
+        return [j for j in self.jobs if j.result.root_cause is None or j.result.fallback_lines]
+
+
+def build_report(jobs: Sequence[Job | JobResult], **details: Any) -> Report:
+    wrapped = [job if isinstance(job, Job) else Job(job) for job in jobs]
+    for job in wrapped:
+        _redact_result(job.result)
+    groups: dict[tuple[str, tuple[str, ...]], Group] = {}
+    for job in wrapped:
+        root = job.result.root_cause
+        if root is None or root.signature.generic:
+            continue
+        group = groups.get(root.key)
+        if group is None:
+            captures = {name: root.captures.get(name, "") for name in root.signature.group_by}
+            groups[root.key] = Group(root.signature, captures, [job], root)
+        else:
+            group.jobs.append(job)
+    ordered = sorted(groups.values(), key=lambda g: (-len(g.jobs), -g.signature.priority))
+    return Report(jobs=wrapped, groups=ordered, **details)
+
+
+def _redact_result(result: JobResult) -> None:
+    for match in result.matches:
+        match.text = redact(match.text)
+        match.before = [redact(line) for line in match.before]
+        match.after = [redact(line) for line in match.after]
+        match.captures = {k: redact(v) for k, v in match.captures.items()}
+    result.fallback_lines = [FallbackLine(f.line, redact(f.text)) for f in result.fallback_lines]
+
+
+def match_json(match: Match) -> dict[str, Any]:
+    return {
+        "signature": match.signature.id,
+        "title": match.signature.title,
+        "category": match.signature.category,
+        "priority": match.signature.priority,
+        "captures": match.captures,
+        "line": match.line,
+        "text": match.text,
+        "count": match.count,
+        "before": match.before,
+        "after": match.after,
+        "retry": match.signature.retry,
+    }
+
+
+def report_json(report: Report) -> dict[str, Any]:
+    """The documented JSON contract (README, "JSON output"); fields are only ever added."""
+    jobs = []
+    for job in report.jobs:
+        result = job.result
+        root = result.root_cause
+        jobs.append(
+            {
+                "name": job.name,
+                "root_cause": match_json(root) if root else None,
+                "also": [match_json(m) for m in result.also],
+                "fallback_lines": [{"line": f.line, "text": f.text} for f in result.fallback_lines],
+                "lines": result.lines,
+                "bytes": result.bytes_read,
+                "truncated": result.truncated,
+                "note": job.note,
+            }
+        )
+    groups = [
+        {
+            "signature": group.signature.id,
+            "title": group.signature.title,
+            "captures": group.captures,
+            "jobs": group.job_names,
+        }
+        for group in report.groups
+    ]
+    return {"version": JSON_VERSION, "jobs": jobs, "groups": groups}

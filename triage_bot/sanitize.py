@@ -1,0 +1,96 @@
+"""Making untrusted log text safe to show: secrets, mentions, markdown and code fences.
+
+Everything that comes from a log (evidence lines, captures) passes through `redact` before it
+is stored in a report, and through one of the markdown helpers when it is rendered.
+"""
+
+from __future__ import annotations
+
+import re
+
+REDACTED = "***"
+
+_SECRETS: list[tuple[re.Pattern[str], str]] = [
+    # GitHub tokens: classic, OAuth, user-to-server, server-to-server, refresh, fine-grained.
+    (re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})\b"), REDACTED),
+    # AWS access key ids, and secret keys where they are named.
+    (re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[A-Z0-9]{16}\b"), REDACTED),
+    (
+        re.compile(r"(?i)\b(aws_secret_access_key|aws_session_token)(\s*[=:]\s*[\"']?)[^\s\"',;]+"),
+        rf"\1\2{REDACTED}",
+    ),
+    (
+        re.compile(
+            r"(?i)\b(secret_?key|api_?key|password|passwd|token)(\s*=\s*[\"']?)[^\s\"',;]{6,}"
+        ),
+        rf"\1\2{REDACTED}",
+    ),
+    # Authorization headers (Bearer, token, Basic) and bare bearer tokens: a credential has a
+    # digit somewhere, which keeps prose such as "token authentication" as it is.
+    (
+        re.compile(
+            r"(?i)\b(authorization:\s*(?:bearer|token|basic)|bearer)(\s+)"
+            r"(?=[A-Za-z0-9._~+/=-]*\d)[A-Za-z0-9._~+/=-]{16,}"
+        ),
+        rf"\1\2{REDACTED}",
+    ),
+    # Passwords in URLs: scheme://user:password@host
+    (re.compile(r"([a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:)[^\s@/]+@"), rf"\1{REDACTED}@"),
+    # Slack tokens, npm tokens, private keys.
+    (re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), REDACTED),
+    (re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), REDACTED),
+    (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"), "-----BEGIN PRIVATE KEY----- " + REDACTED),
+]
+
+
+def redact(text: str) -> str:
+    for pattern, replacement in _SECRETS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+# A word joiner after '@' keeps the text readable and stops GitHub from turning it into a
+# mention or a team ping.
+_MENTION = re.compile(r"@(?=[A-Za-z0-9_-])")
+# Only what can start formatting, a link, a table cell or a heading mid-line.
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]#!|~])")
+
+
+def neutralise_mentions(text: str) -> str:
+    return _MENTION.sub("@\u2060", text)
+
+
+def escape_text(text: str) -> str:
+    """Log text as inert markdown prose: no HTML, no formatting, no mentions, one line."""
+    text = " ".join(text.split())
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return neutralise_mentions(_MARKDOWN_SPECIAL.sub(r"\\\1", text))
+
+
+def _longest_run(text: str, char: str) -> int:
+    longest = run = 0
+    for c in text:
+        run = run + 1 if c == char else 0
+        longest = max(longest, run)
+    return longest
+
+
+def code_span(text: str) -> str:
+    """Inline code that no backtick in the text can close early."""
+    text = " ".join(text.split())
+    fence = "`" * (_longest_run(text, "`") + 1)
+    padded = f" {text} " if text.startswith("`") or text.endswith("`") else text
+    return f"{fence}{padded}{fence}"
+
+
+def code_block(text: str, info: str = "text") -> str:
+    """A fenced block longer than any run of backticks or tildes in the text."""
+    fence = "`" * max(3, _longest_run(text, "`") + 1)
+    # GitHub does not notify mentions inside code blocks, so the evidence stays verbatim.
+    return f"{fence}{info}\n{text}\n{fence}"
+
+
+def in_code(text: str) -> str:
+    """A value placed inside a code block a template wrote: one line, no fence of its own."""
+    text = " ".join(text.split())
+    return text.replace("```", "'''")
