@@ -10,7 +10,6 @@ here knows about GitHub: this is a pure function of the bytes and the catalog.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -21,18 +20,16 @@ from triage_bot.catalog import Catalog, Signature
 from triage_bot.engine import Prefilter, build_prefilter
 
 MAX_DISTINCT_MATCHES = 100
+MAX_VARIANTS = 50
 MAX_LINE_BYTES = 64 * 1024
 MAX_EVIDENCE_CHARS = 400
 FALLBACK_LINES = 6
-_FALLBACK_POOL = 64
 
-_MARKERS = (b"##[group]", b"##[endgroup]", b"##[error]")
-# Words that make a line a best guess when no signature explains a job.
-_HEURISTIC_WORDS = (
-    b"error", b"Error", b"ERROR", b"FAIL", b"fail", b"Fail", b"fatal", b"Fatal", b"FATAL",
-    b"panic", b"Traceback", b"Exception", b"Killed", b"Aborted", b"exit code", b"denied",
-    b"timed out", b"Timeout", b"not found", b"No such file",
-)  # fmt: skip
+_ERROR_MARKER = b"##[error]"
+# The best-guess lines are looked for among this many lines before the first failing step's
+# exit, or at the end of the log; scanning the whole log for words like "error" would cost
+# more than all the signatures together.
+_FALLBACK_WINDOW = 200
 _HEURISTIC_SCORE = regex.compile(
     r"(?P<strong>\b(?:error|Error|ERROR|FAILED|FAIL|fatal|Fatal|FATAL|panic|Traceback|Exception"
     r"|Killed|Aborted)\b)|(?P<weak>fail|denied|timed out|Timeout|not found|No such file|exit code)"
@@ -47,11 +44,13 @@ class Match:
     line: int
     text: str
     timestamp: str | None
-    group: str | None
     before: list[str]
     after: list[str]
     # How often the same failure (signature and group_by captures) occurs in this job.
     count: int = 1
+    # The distinct values of the other captures across those occurrences (e.g. the tests
+    # that failed with one error), a few of each.
+    variants: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[str, tuple[str, ...]]:
@@ -109,8 +108,7 @@ class CompiledCatalog:
         for signature in ranked:
             index = literal_index(signature.trigger.encode())
             self.by_literal.setdefault(index, []).append(signature)
-        self.marker_index = {literal_index(m): m for m in _MARKERS}
-        self.heuristic_indexes = {literal_index(w) for w in _HEURISTIC_WORDS}
+        self.error_marker = literal_index(_ERROR_MARKER)
         self.literals = literals
         self.prefilter: Prefilter = build_prefilter(literals, engine)
 
@@ -148,14 +146,14 @@ class JobClassifier:
         self._keep_winners = keep_winners
         self._carry = bytearray()
         self._previous_block = b""
+        self._older_block = b""
         self._lines_done = 0  # complete lines before the current block
         self._bytes_read = 0
         self._truncated = False
-        self._group: str | None = None
         self._matches: dict[tuple[str, tuple[str, ...]], Match] = {}
         self._pending_after: list[Match] = []
-        self._heuristic: deque[tuple[int, bytes]] = deque(maxlen=_FALLBACK_POOL)
-        self._before_exit: list[tuple[int, bytes]] | None = None
+        self._annotations: list[FallbackLine] = []
+        self._before_exit: list[FallbackLine] | None = None
         self._winners: list[tuple[int, str, dict[str, str]]] = []
         self._in_long_line = False
 
@@ -173,12 +171,13 @@ class JobClassifier:
             if len(self._carry) > MAX_LINE_BYTES:
                 self._flush_long_line()
             return not self._truncated
-        if self._carry:
-            block = bytes(self._carry) + chunk[:cut]
-            self._carry = bytearray(chunk[cut:])
-        else:
-            block = chunk[:cut] if cut < len(chunk) else chunk
-            self._carry = bytearray(chunk[cut:])
+        # One copy: the carried partial line joined to this chunk's complete lines.
+        block = (
+            b"".join((self._carry, memoryview(chunk)[:cut]))
+            if self._carry or cut < len(chunk)
+            else chunk
+        )
+        self._carry = bytearray(chunk[cut:])
         self._process(block)
         return not self._truncated
 
@@ -221,67 +220,55 @@ class JobClassifier:
             block = block[end:]
             if not block:
                 return
-        block = logs.strip_ansi(block)
+        if not self._catalog.prefilter.handles_ansi:
+            block = logs.strip_ansi(block)
         if self._pending_after:
             self._fill_pending_after(block)
         hits = self._catalog.prefilter.scan(block)
         if not hits:
-            self._lines_done += _count_newlines(block)
+            self._lines_done += _count_newlines(block, 0, len(block))
         else:
             self._examine_hits(block, hits)
-        self._previous_block = block
+        self._older_block, self._previous_block = self._previous_block, block
 
-    def _examine_hits(self, block: bytes, hits: list[tuple[int, int]]) -> None:
+    def _examine_hits(self, block: bytes, hits: list[int]) -> None:
         line_number = self._lines_done
         counted_to = 0
         line_end = -1
-        literal_ids: list[int] = []
-        line_start = 0
-        for literal_id, end in sorted(hits, key=lambda hit: hit[1]):
+        for end in hits:
             if end <= line_end:
-                literal_ids.append(literal_id)
-                continue
-            if literal_ids:
-                self._examine_line(block, line_start, line_end, line_number + 1, literal_ids)
+                continue  # another occurrence in the line just examined
             line_start = block.rfind(b"\n", 0, end) + 1
             line_end = block.find(b"\n", end)
-            line_number += block.count(b"\n", counted_to, line_start)
+            line_number += _count_newlines(block, counted_to, line_start)
             counted_to = line_start
-            literal_ids = [literal_id]
-        if literal_ids:
-            self._examine_line(block, line_start, line_end, line_number + 1, literal_ids)
-        self._lines_done = line_number + block.count(b"\n", counted_to)
+            self._examine_line(block, line_start, line_end, line_number + 1)
+        self._lines_done = line_number + _count_newlines(block, counted_to, len(block))
 
-    def _examine_line(
-        self, block: bytes, start: int, end: int, number: int, literal_ids: list[int]
-    ) -> None:
+    def _examine_line(self, block: bytes, start: int, end: int, number: int) -> None:
         catalog = self._catalog
-        raw = block[start:end]
-        candidates: list[Signature] = []
-        heuristic = False
-        marker: bytes | None = None
-        for literal_id in set(literal_ids):
-            candidates.extend(catalog.by_literal.get(literal_id, ()))
-            if literal_id in catalog.heuristic_indexes:
-                heuristic = True
-            marker = catalog.marker_index.get(literal_id, marker)
-        timestamp, text = logs.normalise(raw)
-        if marker is not None:
-            self._track_marker(text, number)
-        if candidates:
-            candidates.sort(key=lambda s: catalog.rank[s.id])
-            for signature in candidates:
-                if self._try_signature(signature, block, start, end, number, timestamp, text):
-                    return
-        if heuristic or marker == b"##[error]":
-            self._heuristic.append((number, raw))
+        clean = logs.strip_ansi(block[start:end])
+        present = [i for i, literal in enumerate(catalog.literals) if literal in clean]
+        if not present:
+            return  # a colour-tolerant part that was not the literal after all
+        timestamp, text = logs.normalise(clean)
+        if catalog.error_marker in present:
+            self._track_error(block, start, number, text)
+        candidates = [s for i in present for s in catalog.by_literal.get(i, ())]
+        candidates.sort(key=lambda s: catalog.rank[s.id])
+        for signature in candidates:
+            if self._try_signature(signature, block, start, end, number, timestamp, text):
+                return
 
-    def _track_marker(self, text: str, number: int) -> None:
-        if text.startswith("##[group]"):
-            self._group = text[len("##[group]") :]
-        elif text.startswith(_PROCESS_EXIT) and self._before_exit is None:
+    def _track_error(self, block: bytes, start: int, number: int, text: str) -> None:
+        if not text.startswith(_PROCESS_EXIT):
+            if len(self._annotations) < FALLBACK_LINES:
+                self._annotations.append(FallbackLine(number, _clip(text)))
+        elif self._before_exit is None:
             # The lines of the first failing step are the best guess; keep them now.
-            self._before_exit = list(self._heuristic)
+            lines = self._lines_before(block, start, _FALLBACK_WINDOW)
+            first = number - len(lines)
+            self._before_exit = [FallbackLine(first + i, t) for i, t in enumerate(lines)]
 
     def _try_signature(
         self,
@@ -305,6 +292,7 @@ class JobClassifier:
         known = self._matches.get(key)
         if known is not None:
             known.count += 1
+            _add_variants(known, captures)
             return True
         if len(self._matches) >= MAX_DISTINCT_MATCHES:
             return True
@@ -314,10 +302,10 @@ class JobClassifier:
             line=number,
             text=_clip(text),
             timestamp=timestamp,
-            group=self._group,
             before=self._lines_before(block, start, signature.before),
             after=_lines_after(block, end, signature.after),
         )
+        _add_variants(match, captures)
         self._matches[key] = match
         if len(match.after) < signature.after:
             self._pending_after.append(match)
@@ -342,10 +330,15 @@ class JobClassifier:
         self._pending_after = still_pending
 
     def _fallback(self) -> list[FallbackLine]:
-        pool = self._before_exit if self._before_exit else list(self._heuristic)
+        pool = self._before_exit
+        if pool is None:
+            end = self._older_block + self._previous_block
+            tail = _lines_ending_at(end, len(end), _FALLBACK_WINDOW)
+            first = self._lines_done - len(tail) + 1
+            pool = [FallbackLine(first + i, text) for i, text in enumerate(tail)]
         scored: list[tuple[int, int, str]] = []
-        for number, raw in pool:
-            _timestamp, text = logs.normalise(raw)
+        for candidate in [*self._annotations, *pool]:
+            text = candidate.text
             if text.startswith(_PROCESS_EXIT) or not text.strip():
                 continue
             found = _HEURISTIC_SCORE.search(text)
@@ -353,9 +346,18 @@ class JobClassifier:
             if text.startswith("##[error]"):
                 score += 2
             if score:
-                scored.append((score, number, _clip(text)))
-        best = sorted(scored, key=lambda item: (-item[0], -item[1]))[:FALLBACK_LINES]
+                scored.append((score, candidate.line, text))
+        best = sorted(set(scored), key=lambda item: (-item[0], -item[1]))[:FALLBACK_LINES]
         return [FallbackLine(number, text) for _score, number, text in sorted(best, key=_by_line)]
+
+
+def _add_variants(match: Match, captures: dict[str, str]) -> None:
+    for name, value in captures.items():
+        if name in match.signature.group_by:
+            continue
+        values = match.variants.setdefault(name, [])
+        if value not in values and len(values) < MAX_VARIANTS:
+            values.append(value)
 
 
 def _by_line(item: tuple[int, int, str]) -> int:
@@ -392,20 +394,29 @@ def _clip(text: str) -> str:
     return text[:MAX_EVIDENCE_CHARS] + " …"
 
 
-_NUMPY_THRESHOLD = 256 * 1024
+_NUMPY_THRESHOLD = 32 * 1024
 
 
-def _count_newlines(block: bytes) -> int:
+def _count_newlines(block: bytes, start: int, end: int) -> int:
     # bytes.count does about 2 GB/s on one byte; numpy's vectorised compare is about 4x that,
     # and pays for its import only on logs large enough to need it.
-    if len(block) < _NUMPY_THRESHOLD:
-        return block.count(b"\n")
-    return _numpy_count(block)
+    if end - start < _NUMPY_THRESHOLD:
+        return block.count(b"\n", start, end)
+    return _numpy_count(block, start, end)
 
 
-def _numpy_count(block: bytes) -> int:
+_scratch: list[object] = []
+
+
+def _numpy_count(block: bytes, start: int, end: int) -> int:
     try:
         import numpy
     except ImportError:
-        return block.count(b"\n")
-    return int(numpy.count_nonzero(numpy.frombuffer(block, dtype=numpy.uint8) == 10))
+        return block.count(b"\n", start, end)
+    # A reused output buffer: allocating a fresh one per call costs more than the compare.
+    if not _scratch or len(_scratch[0]) < end - start:  # type: ignore[arg-type]
+        _scratch[:] = [numpy.empty(max(end - start, 1 << 21), dtype=numpy.bool_)]
+    out = _scratch[0][: end - start]  # type: ignore[index]
+    window = numpy.frombuffer(block, dtype=numpy.uint8, count=end - start, offset=start)
+    numpy.equal(window, 10, out=out)
+    return int(numpy.count_nonzero(out))

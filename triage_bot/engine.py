@@ -1,10 +1,14 @@
-"""Multi-literal prefilter engines: which literals occur in a block of lines, and where.
+"""Multi-literal prefilter engines: where in a block of lines any of the literals occurs.
 
 The classifier hands every block of complete lines to one of these; only the lines where a
-literal occurs ever reach a regular expression. Hyperscan is the fast one; where its wheel is
-missing (other architectures) Aho-Corasick (ahocorasick-rs) takes over, and the pure-Python
-`regex` engine is the last resort. All three report every occurrence, overlapping ones
-included, so the verdicts do not depend on the engine. `TRIAGE_ENGINE` picks one by name.
+literal occurs are decoded and looked at again (which literals, exactly, is decided there on
+the line's text, so the verdicts never depend on the engine). Hyperscan is the fast one and
+scans the raw text: it is also given each literal cut at its token boundaries, with an escape
+byte after the first part (or the second part alone), so a literal with colour codes inside
+it, as colourising tools print them, still finds its line without stripping ANSI from every
+block. Where Hyperscan's wheel is missing (other architectures) Aho-Corasick (ahocorasick-rs)
+takes over on blocks stripped of ANSI first, and the pure-Python `regex` engine is the last
+resort. `TRIAGE_ENGINE` picks one by name.
 """
 
 from __future__ import annotations
@@ -15,87 +19,96 @@ from typing import Any, Protocol
 
 import regex
 
-# (literal index, end offset of the occurrence in the block), in order of end offset.
-Hit = tuple[int, int]
+ESC = b"\x1b"
+# Cut parts shorter than this are too common to look for alone; the other part is used.
+_MIN_PART = 3
 
 
 class Prefilter(Protocol):
     name: str
+    # True when scan() finds literals in raw text with colour codes between their tokens, so
+    # the block need not be stripped of ANSI escapes first.
+    handles_ansi: bool
 
-    def scan(self, block: bytes) -> list[Hit]: ...
+    def scan(self, block: bytes) -> list[int]:
+        """End offsets of occurrences, at least one in every line that holds a literal."""
+        ...
+
+
+def _token_boundaries(literal: bytes) -> list[int]:
+    points = []
+    for at in range(1, len(literal)):
+        left, right = literal[at - 1 : at], literal[at : at + 1]
+        if left.isalnum() != right.isalnum() or b" " in (left, right):
+            points.append(at)
+    return points
+
+
+def colour_tolerant(literals: Sequence[bytes]) -> list[bytes]:
+    """The literals, plus for each token boundary the part that stays intact when a colour
+    code is printed there: the head followed by ESC, or (for a short head) the tail."""
+    found = set(literals)
+    for literal in literals:
+        for at in _token_boundaries(literal):
+            found.add(literal[:at] + ESC if at >= _MIN_PART else literal[at:])
+    return sorted(found)
 
 
 class HyperscanPrefilter:
     name = "hyperscan"
+    handles_ansi = True
 
     def __init__(self, literals: Sequence[bytes]) -> None:
         import hyperscan
 
+        expressions = colour_tolerant(literals)
         self._db: Any = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         self._db.compile(
-            expressions=list(literals),
-            ids=list(range(len(literals))),
-            elements=len(literals),
+            expressions=expressions,
+            ids=list(range(len(expressions))),
+            elements=len(expressions),
             flags=0,
             literal=True,
         )
         self._scratch: Any = hyperscan.Scratch(self._db)
 
-    def scan(self, block: bytes) -> list[Hit]:
-        hits: list[Hit] = []
-        append = hits.append
+    def scan(self, block: bytes) -> list[int]:
+        ends: list[int] = []
+        append = ends.append
 
-        def on_match(index: int, _start: int, end: int, _flags: int, _context: object) -> None:
-            append((index, end))
+        def on_match(_index: int, _start: int, end: int, _flags: int, _context: object) -> None:
+            append(end)
 
         self._db.scan(block, match_event_handler=on_match, scratch=self._scratch)
-        return hits
+        ends.sort()
+        return ends
 
 
 class AhoCorasickPrefilter:
     name = "ahocorasick"
+    handles_ansi = False
 
     def __init__(self, literals: Sequence[bytes]) -> None:
         import ahocorasick_rs
 
         self._automaton: Any = ahocorasick_rs.BytesAhoCorasick(list(literals))
 
-    def scan(self, block: bytes) -> list[Hit]:
-        found = self._automaton.find_matches_as_indexes(block, overlapping=True)
-        hits = [(index, end) for index, _start, end in found]
-        hits.sort(key=lambda hit: hit[1])
-        return hits
+    def scan(self, block: bytes) -> list[int]:
+        # Non-overlapping is enough: a literal never spans lines, so every line holding one
+        # gets at least one occurrence reported.
+        return [end for _index, _start, end in self._automaton.find_matches_as_indexes(block)]
 
 
 class RegexPrefilter:
-    """Pure Python: one alternation, then every literal checked on the lines it found."""
-
     name = "python"
+    handles_ansi = False
 
     def __init__(self, literals: Sequence[bytes]) -> None:
-        self._literals = list(literals)
         ordered = sorted(set(literals), key=len, reverse=True)
         self._any = regex.compile(b"|".join(regex.escape(lit) for lit in ordered))
 
-    def scan(self, block: bytes) -> list[Hit]:
-        hits: list[Hit] = []
-        position = 0
-        while True:
-            found = self._any.search(block, position)
-            if found is None:
-                break
-            start = block.rfind(b"\n", 0, found.start()) + 1
-            end = block.find(b"\n", found.end())
-            end = len(block) if end < 0 else end
-            line = block[start:end]
-            for index, literal in enumerate(self._literals):
-                offset = line.find(literal)
-                while offset >= 0:
-                    hits.append((index, start + offset + len(literal)))
-                    offset = line.find(literal, offset + 1)
-            position = end + 1
-        hits.sort(key=lambda hit: hit[1])
-        return hits
+    def scan(self, block: bytes) -> list[int]:
+        return [found.end() for found in self._any.finditer(block)]
 
 
 _ENGINES: dict[str, Callable[[Sequence[bytes]], Prefilter]] = {

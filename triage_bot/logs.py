@@ -54,8 +54,8 @@ def split_timestamp(text: str) -> tuple[str | None, str]:
 
 
 def normalise(raw: bytes) -> tuple[str | None, str]:
-    """One raw line (no newline, ANSI already stripped) -> (timestamp, text)."""
-    text = raw.decode("utf-8", "replace")
+    """One raw line (no newline) -> (timestamp, text without colour codes)."""
+    text = strip_ansi(raw).decode("utf-8", "replace")
     if text.endswith("\r"):
         text = text[:-1]
     if text.startswith(BOM):
@@ -72,7 +72,7 @@ def marker_of(text: str) -> str | None:
 
 
 def parse_line(raw: bytes, number: int) -> Line:
-    timestamp, text = normalise(strip_ansi(raw))
+    timestamp, text = normalise(raw)
     return Line(number, text, timestamp, marker_of(text))
 
 

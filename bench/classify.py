@@ -1,0 +1,209 @@
+"""Benchmark: the whole `triage-bot triage` of a large job log against ripgrep, in one run.
+
+Builds a realistic synthetic GitHub Actions job log (timestamps, ANSI colours, groups, the
+output of pytest, cargo, npm, gcc, maven and go, with real failures sprinkled through it),
+then times, on the same file and in the same run:
+
+- reading the file alone in 1 MiB chunks (the floor);
+- `triage-bot triage LOG --format json` as a new process, start-up included, with the full
+  catalog, the log streamed in 1 MiB chunks, once per prefilter engine;
+- `rg --no-unicode -c -f PATTERNS LOG` with the catalog's own patterns (Debian's ripgrep).
+
+and prints MB/s, the ratio to ripgrep, our peak memory, and whether every engine gave the
+same JSON. Usage: python bench/classify.py [--size-mb 1024] [--repeat 3] [--log PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from triage_bot.catalog import load_catalog  # noqa: E402
+from triage_bot.engine import engine_names  # noqa: E402
+
+MIB = 1 << 20
+
+_PASSING = [
+    "   Compiling serde v1.0.{n}",
+    "tests/test_module_{n}.py::test_case_{n} PASSED                                 [ 45%]",
+    "✓ renders component {n} (12 ms)",
+    "Collecting package-{n}==1.2.3",
+    "  Downloading package_{n}-1.2.3-py3-none-any.whl (123 kB)",
+    "[INFO] Building jar: /home/runner/work/app/app/target/app-{n}.jar",
+    "gcc -O2 -Wall -Werror -c src/file{n}.c -o build/file{n}.o",
+    "ok  \tgithub.com/org/repo/pkg{n}\t0.{n}s",
+    "    Finished `release` profile [optimized] target(s) in {n}.02s",
+    "npm warn deprecated inflight@1.0.6: This module is not supported, and leaks memory.",
+    "##[group]Run step number {n}",
+    "##[endgroup]",
+    "INFO 10-21 09:12:30 [worker.py:{n}] loading weights shard {n} of 64",
+    "   Running tests/integration_{n}.rs (target/debug/deps/integration-5f2a)",
+    "[{n}/2048] Building CXX object src/CMakeFiles/core.dir/kernel_{n}.cpp.o",
+    "Successfully installed package-{n}-1.2.3",
+]
+
+
+def failure_lines() -> list[str]:
+    """Real failure lines: every example line of the catalog's signatures."""
+    catalog = load_catalog()
+    return [e.line for s in catalog.signatures for e in s.match_examples]
+
+
+def colour(line: str, rng: random.Random) -> str:
+    """Colour a line as a tool with forced colours would: a word in bold green."""
+    words = line.split(" ")
+    at = rng.randrange(len(words))
+    words[at] = f"\x1b[1m\x1b[32m{words[at]}\x1b[0m"
+    return " ".join(words)
+
+
+def write_log(path: Path, size: int, ansi_percent: float, seed: int = 7) -> None:
+    rng = random.Random(seed)
+    failures = failure_lines()
+    written = 0
+    second = 0
+    with path.open("w", encoding="utf-8") as out:
+        while written < size:
+            second += 1
+            stamp = (
+                f"2026-10-21T{second // 3600 % 24:02d}:{second // 60 % 60:02d}:{second % 60:02d}"
+            )
+            lines = []
+            for _ in range(2000):
+                text = rng.choice(_PASSING).format(n=rng.randrange(1000))
+                if rng.random() * 100 < ansi_percent:
+                    text = colour(text, rng)
+                lines.append(f"{stamp}.{rng.randrange(10**7):07d}Z {text}")
+            # About one failure line per 200 KB: a log full of errors is not the common case,
+            # but the matched path is exercised throughout.
+            lines[rng.randrange(len(lines))] = f"{stamp}.0000000Z {rng.choice(failures)}"
+            block = "\n".join(lines) + "\n"
+            out.write(block)
+            written += len(block.encode())
+
+
+def rg_patterns(path: Path) -> int:
+    patterns = [s.pattern.pattern for s in load_catalog().signatures]
+    path.write_text("\n".join(patterns) + "\n", encoding="utf-8")
+    return len(patterns)
+
+
+def run(command: list[str], env: dict[str, str] | None = None) -> tuple[float, int, bytes]:
+    """Wall time, peak RSS in bytes (of that process alone), and stdout."""
+    started = time.perf_counter()
+    with tempfile.TemporaryFile() as stdout:
+        process = subprocess.Popen(command, stdout=stdout, stderr=subprocess.PIPE, env=env)
+        _pid, status, usage = os.wait4(process.pid, 0)
+        elapsed = time.perf_counter() - started
+        if os.waitstatus_to_exitcode(status) not in (0, 1):  # rg exits 1 when nothing matched
+            raise SystemExit(
+                f"{command[0]} failed: {process.stderr.read().decode() if process.stderr else ''}"
+            )
+        stdout.seek(0)
+        output = stdout.read()
+    return elapsed, usage.ru_maxrss * 1024, output
+
+
+def read_alone(path: Path) -> float:
+    started = time.perf_counter()
+    with path.open("rb", buffering=0) as stream:
+        while stream.read(MIB):
+            pass
+    return time.perf_counter() - started
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size-mb", type=int, default=1024, help="log size in MiB (1024)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each, median (3)")
+    parser.add_argument("--log", type=Path, help="use this log instead of a synthetic one")
+    parser.add_argument(
+        "--ansi-percent",
+        type=float,
+        default=2.0,
+        help="share of lines with colour codes, in percent (2)",
+    )
+    args = parser.parse_args()
+
+    rg = shutil.which("rg")
+    if rg is None:
+        raise SystemExit("ripgrep is not installed: apt-get install ripgrep")
+    triage_bot = [sys.executable, "-m", "triage_bot"]
+    workdir = Path(tempfile.mkdtemp(prefix="triage-bench-"))
+    try:
+        log = args.log or workdir / "job.log"
+        if args.log is None:
+            print(f"writing a {args.size_mb} MiB synthetic job log ...", flush=True)
+            write_log(log, args.size_mb * MIB, args.ansi_percent)
+        size = log.stat().st_size
+        patterns_file = workdir / "patterns.txt"
+        count = rg_patterns(patterns_file)
+        read_alone(log)  # warm the page cache for everyone
+
+        results: dict[str, tuple[float, int]] = {}
+        outputs: dict[str, bytes] = {}
+        timings: dict[str, list[float]] = {"read alone": [], "ripgrep": []}
+        peaks: dict[str, int] = {}
+        for _ in range(args.repeat):
+            timings["read alone"].append(read_alone(log))
+            elapsed, _peak, _out = run(
+                [rg, "--no-unicode", "-c", "-f", str(patterns_file), str(log)]
+            )
+            timings["ripgrep"].append(elapsed)
+            for engine in _available_engines():
+                env = {**os.environ, "TRIAGE_ENGINE": engine}
+                elapsed, peak, output = run(
+                    [*triage_bot, "triage", str(log), "--format", "json"], env
+                )
+                timings.setdefault(f"triage ({engine})", []).append(elapsed)
+                peaks[engine] = max(peaks.get(engine, 0), peak)
+                outputs[engine] = output
+        for name, values in timings.items():
+            results[name] = (statistics.median(values), 0)
+
+        reference = results["ripgrep"][0]
+        print(
+            f"\nlog: {size / MIB:.0f} MiB ({args.ansi_percent:g}% of lines coloured), "
+            f"{count} catalog patterns, median of {args.repeat}"
+        )
+        print(f"{'':22} {'seconds':>8} {'MB/s':>8} {'vs rg':>7} {'peak MB':>8}")
+        for name, (seconds, _) in results.items():
+            engine = name[len("triage (") : -1] if name.startswith("triage") else None
+            peak = f"{peaks[engine] / 1e6:8.1f}" if engine else f"{'':8}"
+            print(
+                f"{name:22} {seconds:8.2f} {size / 1e6 / seconds:8.0f} "
+                f"{reference / seconds:6.2f}x {peak}"
+            )
+        same = len(set(outputs.values())) == 1
+        print(f"\nidentical JSON across engines ({', '.join(outputs)}): {'yes' if same else 'NO'}")
+        return 0 if same else 1
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _available_engines() -> list[str]:
+    available = []
+    for name in engine_names():
+        if name == "python":
+            continue  # the last resort: correct, but far too slow for a 1 GiB log
+        try:
+            __import__({"hyperscan": "hyperscan", "ahocorasick": "ahocorasick_rs"}[name])
+        except ImportError:
+            continue
+        available.append(name)
+    return available
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
