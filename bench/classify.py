@@ -179,11 +179,11 @@ def main() -> int:
         )
         print(f"{'':22} {'seconds':>8} {'MB/s':>8} {'vs rg':>7} {'peak MB':>8}")
         for name, (seconds, _) in results.items():
-            engine = name[len("triage (") : -1] if name.startswith("triage") else None
-            peak = f"{peaks[engine] / 1e6:8.1f}" if engine else f"{'':8}"
+            engine_run = name[len("triage (") : -1] if name.startswith("triage") else ""
+            peak_mb = f"{peaks[engine_run] / 1e6:8.1f}" if engine_run else " " * 8
             print(
                 f"{name:22} {seconds:8.2f} {size / 1e6 / seconds:8.0f} "
-                f"{reference / seconds:6.2f}x {peak}"
+                f"{reference / seconds:6.2f}x {peak_mb}"
             )
         same = len(set(outputs.values())) == 1
         print(f"\nidentical JSON across engines ({', '.join(outputs)}): {'yes' if same else 'NO'}")

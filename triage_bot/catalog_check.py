@@ -112,6 +112,10 @@ def adversarial_inputs(signature: Signature) -> list[str]:
     inputs += [keyword + " " + (char + " ") * (_PUMP // 2) for char in "a0-."]
     for example in signature.match_examples:
         line = example.line
+        # Pump each kind of character where a quantifier in the pattern is likely to be:
+        # at the end of a matching line and at a few cut points inside it.
+        for cut in (len(line), len(line) // 2, len(line) * 3 // 4):
+            inputs += [line[:cut] + char * _PUMP + "\u2603" for char in _PUMP_CHARS]
         inputs.append((line + " ") * 40)
         inputs.append(line[: len(line) // 2] * 80)
         inputs.append(line.replace(" ", " " * 400))

@@ -145,8 +145,8 @@ class JobClassifier:
         self._max_bytes = max_bytes
         self._keep_winners = keep_winners
         self._carry = bytearray()
-        self._previous_block = b""
-        self._older_block = b""
+        # The last bytes before the current block, for evidence that starts before it.
+        self._recent = b""
         self._lines_done = 0  # complete lines before the current block
         self._bytes_read = 0
         self._truncated = False
@@ -229,7 +229,13 @@ class JobClassifier:
             self._lines_done += _count_newlines(block, 0, len(block))
         else:
             self._examine_hits(block, hits)
-        self._older_block, self._previous_block = self._previous_block, block
+        self._remember(block)
+
+    def _remember(self, block: bytes) -> None:
+        if len(block) >= _RECENT_BYTES:
+            self._recent = block[-_RECENT_BYTES:]
+        else:
+            self._recent = (self._recent + block)[-_RECENT_BYTES:]
 
     def _examine_hits(self, block: bytes, hits: list[int]) -> None:
         line_number = self._lines_done
@@ -313,10 +319,8 @@ class JobClassifier:
 
     def _lines_before(self, block: bytes, start: int, wanted: int) -> list[str]:
         found = _lines_ending_at(block, start, wanted)
-        if len(found) < wanted and self._previous_block:
-            earlier = _lines_ending_at(
-                self._previous_block, len(self._previous_block), wanted - len(found)
-            )
+        if len(found) < wanted:  # the block's start was reached: go on in what came before
+            earlier = _lines_ending_at(self._recent, len(self._recent), wanted - len(found))
             found = earlier + found
         return found
 
@@ -332,8 +336,7 @@ class JobClassifier:
     def _fallback(self) -> list[FallbackLine]:
         pool = self._before_exit
         if pool is None:
-            end = self._older_block + self._previous_block
-            tail = _lines_ending_at(end, len(end), _FALLBACK_WINDOW)
+            tail = _lines_ending_at(self._recent, len(self._recent), _FALLBACK_WINDOW)
             first = self._lines_done - len(tail) + 1
             pool = [FallbackLine(first + i, text) for i, text in enumerate(tail)]
         scored: list[tuple[int, int, str]] = []
@@ -395,6 +398,8 @@ def _clip(text: str) -> str:
 
 
 _NUMPY_THRESHOLD = 32 * 1024
+# Enough for 40 lines of context or 200 fallback lines of ordinary length.
+_RECENT_BYTES = 64 * 1024
 
 
 def _count_newlines(block: bytes, start: int, end: int) -> int:

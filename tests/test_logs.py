@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+from triage_bot import logs
+
+
+def test_timestamp_bom_crlf_and_ansi_are_removed() -> None:
+    raw = "\ufeff2026-10-21T09:12:33.1234567Z \x1b[31merror\x1b[0m: boom\r".encode()
+    timestamp, text = logs.normalise(raw)
+    assert timestamp == "2026-10-21T09:12:33.1234567Z"
+    assert text == "error: boom"
+
+
+def test_lines_without_timestamps_are_kept_as_they_are() -> None:
+    assert logs.normalise(b"FAILED tests/x.py::t - boom") == (None, "FAILED tests/x.py::t - boom")
+    # A date at the start that is not GitHub's timestamp stays part of the text.
+    assert logs.normalise(b"2026-10-21 09:12:33 INFO x")[1] == "2026-10-21 09:12:33 INFO x"
+
+
+def test_invalid_utf8_is_replaced_not_fatal() -> None:
+    _, text = logs.normalise(b"bad \xff\xfe bytes")
+    assert text == "bad \ufffd\ufffd bytes"
+
+
+def test_markers_and_line_numbers() -> None:
+    data = b"2026-10-21T09:12:33.1Z ##[group]Run tests\nplain\n##[error]It broke\nlast"
+    lines = list(logs.iter_lines([data[:7], data[7:30], data[30:]]))
+    assert [line.number for line in lines] == [1, 2, 3, 4]
+    assert lines[0].marker == "group" and lines[0].message == "Run tests"
+    assert lines[2].marker == "error" and lines[2].message == "It broke"
+    assert lines[1].marker is None and lines[3].text == "last"
+
+
+def test_osc_hyperlinks_and_cursor_codes_are_stripped() -> None:
+    raw = b"\x1b]8;;https://x.test\x07link\x1b]8;;\x07 \x1b[2K\x1b[1Gdone"
+    assert logs.normalise(raw)[1] == "link done"
+
+
+def test_github_timestamps_parse() -> None:
+    moment = logs.parse_timestamp("2026-10-21T09:12:33.1234567Z")
+    assert (moment.hour, moment.second, moment.microsecond) == (9, 33, 123456)
