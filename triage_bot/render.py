@@ -21,6 +21,7 @@ from triage_bot.report import Group, Job, Report
 COMMENT_MARKER = "<!-- triage-bot:sticky-comment -->"
 MAX_COMMENT_CHARS = 65_536
 MAX_JOB_NAMES = 12
+MAX_VARIANTS_SHOWN = 10
 CATALOG_URL = "https://github.com/triage-bot/triage-bot/blob/main/patterns/README.md"
 
 
@@ -62,6 +63,7 @@ def _env() -> jinja2.Environment:
     env.filters["md"] = sanitize.escape_text
     env.filters["code"] = sanitize.code_span
     env.filters["block"] = sanitize.code_block
+    env.filters["html"] = sanitize.escape_html
     return env
 
 
@@ -122,6 +124,11 @@ def _group_view(group: Group, detail: Detail) -> dict[str, Any]:
         "more_jobs": max(0, len(group.jobs) - detail.job_names),
         "first_job": first_job.name,
         "occurrences": match.count,
+        "variants": [
+            {"name": name, "shown": values[:MAX_VARIANTS_SHOWN], "count": len(values)}
+            for name, values in match.variants.items()
+            if len(values) > 1
+        ],
         "evidence": _evidence(first_job, detail, match.line, match.before, match.text, match.after),
     }
 

@@ -67,6 +67,13 @@ def escape_text(text: str) -> str:
     return neutralise_mentions(_MARKDOWN_SPECIAL.sub(r"\\\1", text))
 
 
+def escape_html(text: str) -> str:
+    """Log text inside an HTML element (where GitHub renders no markdown)."""
+    text = " ".join(text.split())
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return neutralise_mentions(text.replace('"', "&quot;"))
+
+
 def _longest_run(text: str, char: str) -> int:
     longest = run = 0
     for c in text:

@@ -1,0 +1,1 @@
+"""GitHub-shaped JSON built from the fake's records."""
