@@ -38,3 +38,35 @@ def test_osc_hyperlinks_and_cursor_codes_are_stripped() -> None:
 def test_github_timestamps_parse() -> None:
     moment = logs.parse_timestamp("2026-10-21T09:12:33.1234567Z")
     assert (moment.hour, moment.second, moment.microsecond) == (9, 33, 123456)
+
+
+def test_lines_map_to_steps_for_links() -> None:
+    from datetime import UTC, datetime
+
+    from helpers import compiled
+
+    from triage_bot.classify import classify
+
+    log = (
+        "2026-10-21T09:00:00.1000000Z Current runner version: '2.329.0'\n"
+        "2026-10-21T09:00:00.2000000Z ##[group]Operating System\n"
+        "2026-10-21T09:00:00.3000000Z ##[endgroup]\n"
+        "2026-10-21T09:00:05.1000000Z ##[group]Run actions/checkout@v4\n"
+        "2026-10-21T09:00:05.2000000Z ##[endgroup]\n"
+        "2026-10-21T09:00:09.1000000Z ##[group]Run pytest\n"
+        "2026-10-21T09:00:09.2000000Z pytest -q\n"
+        "2026-10-21T09:00:09.3000000Z ##[endgroup]\n"
+        "2026-10-21T09:00:10.1000000Z ModuleNotFoundError: No module named 'x'\n"
+    )
+    result = classify([log.encode()], compiled(), "job")
+
+    def at(second: int) -> datetime:
+        return datetime(2026, 10, 21, 9, 0, second, tzinfo=UTC)
+
+    steps = [logs.Step(1, at(0), at(4)), logs.Step(2, at(5), at(8)), logs.Step(3, at(9), at(11))]
+    assert [g.line for g in result.groups] == [2, 4, 6]
+    assert logs.locate_step(9, result.groups, steps) == (3, 4)
+    assert logs.locate_step(5, result.groups, steps) == (2, 2)
+    assert logs.locate_step(1, result.groups, steps) == (1, 1)
+    assert logs.locate_step(3, result.groups, steps) == (1, 3)
+    assert logs.locate_step(3, result.groups, []) is None

@@ -26,6 +26,10 @@ MAX_EVIDENCE_CHARS = 400
 FALLBACK_LINES = 6
 
 _ERROR_MARKER = b"##[error]"
+# Where a step's log starts in the job log: its `##[group]Run ...` line. Kept (a bounded
+# number of them) so that a line can be linked to GitHub's log viewer (#step:S:L).
+_GROUP_MARKER = b"##[group]"
+MAX_GROUP_MARKS = 5000
 # The best-guess lines are looked for among this many lines before the first failing step's
 # exit, or at the end of the log; scanning the whole log for words like "error" would cost
 # more than all the signatures together.
@@ -74,6 +78,8 @@ class JobResult:
     engine: str = ""
     # Per line winners, kept only when asked for (catalog tests): (line, signature id, captures).
     winners: list[tuple[int, str, dict[str, str]]] = field(default_factory=list)
+    # The `##[group]` lines, for mapping a line to its step in GitHub's log viewer.
+    groups: list[logs.GroupMark] = field(default_factory=list)
 
     @property
     def root_cause(self) -> Match | None:
@@ -109,6 +115,7 @@ class CompiledCatalog:
             index = literal_index(signature.trigger.encode())
             self.by_literal.setdefault(index, []).append(signature)
         self.error_marker = literal_index(_ERROR_MARKER)
+        self.group_marker = literal_index(_GROUP_MARKER)
         self.literals = literals
         self.prefilter: Prefilter = build_prefilter(literals, engine)
 
@@ -153,6 +160,7 @@ class JobClassifier:
         self._matches: dict[tuple[str, tuple[str, ...]], Match] = {}
         self._pending_after: list[Match] = []
         self._annotations: list[FallbackLine] = []
+        self._groups: list[logs.GroupMark] = []
         self._before_exit: list[FallbackLine] | None = None
         self._winners: list[tuple[int, str, dict[str, str]]] = []
         self._in_long_line = False
@@ -199,6 +207,7 @@ class JobClassifier:
             truncated=self._truncated,
             engine=self._catalog.prefilter.name,
             winners=self._winners,
+            groups=self._groups,
         )
 
     def _flush_long_line(self) -> None:
@@ -260,11 +269,17 @@ class JobClassifier:
         timestamp, text = logs.normalise(clean)
         if catalog.error_marker in present:
             self._track_error(block, start, number, text)
+        if catalog.group_marker in present and text.startswith("##[group]"):
+            self._mark_group(number, timestamp, text)
         candidates = [s for i in present for s in catalog.by_literal.get(i, ())]
         candidates.sort(key=lambda s: catalog.rank[s.id])
         for signature in candidates:
             if self._try_signature(signature, block, start, end, number, timestamp, text):
                 return
+
+    def _mark_group(self, number: int, timestamp: str | None, text: str) -> None:
+        if len(self._groups) < MAX_GROUP_MARKS:
+            self._groups.append(logs.GroupMark(number, timestamp, text[len("##[group]") :]))
 
     def _track_error(self, block: bytes, start: int, number: int, text: str) -> None:
         if not text.startswith(_PROCESS_EXIT):

@@ -96,3 +96,57 @@ def parse_timestamp(value: str) -> datetime:
     head, _, fraction = value.rstrip("Z").partition(".")
     micro = (fraction + "000000")[:6]
     return datetime.fromisoformat(f"{head}.{micro}+00:00")
+
+
+@dataclass(frozen=True)
+class GroupMark:
+    """A `##[group]` line: where a step's log (or a fold inside it) starts."""
+
+    line: int
+    timestamp: str | None
+    title: str
+
+
+@dataclass(frozen=True)
+class Step:
+    """A job's step as the API describes it."""
+
+    number: int
+    started_at: datetime | None
+    completed_at: datetime | None
+
+
+def locate_step(line: int, groups: list[GroupMark], steps: list[Step]) -> tuple[int, int] | None:
+    """(step number, line within the step) for GitHub's `#step:S:L` link, or None.
+
+    The job log is the steps' logs one after the other, each starting with a `##[group]`
+    line. The step is the one whose time span holds the timestamp of the last group line at
+    or before `line` that opens a step; the line within it counts from that group line.
+    """
+    timed = [s for s in steps if s.started_at is not None]
+    # "Set up job" starts at the first line, before any group.
+    best: tuple[int, int] | None = (timed[0].number, 1) if timed else None
+    for mark in groups:
+        if mark.line > line:
+            break
+        if mark.timestamp is None:
+            continue
+        step = _step_at(parse_timestamp(mark.timestamp), timed)
+        if step is not None and (best is None or step.number != best[0]) and mark.line > 1:
+            best = (step.number, mark.line)
+    if best is None:
+        return None
+    number, first_line = best
+    return number, line - first_line + 1
+
+
+def _step_at(moment: datetime, steps: list[Step]) -> Step | None:
+    for step in steps:
+        assert step.started_at is not None
+        end = step.completed_at
+        # Timestamps are to the second in the API and finer in the log.
+        if step.started_at.replace(microsecond=0) <= moment and (
+            end is None or moment <= end.replace(microsecond=999999)
+        ):
+            return step
+    return None
