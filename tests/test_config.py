@@ -103,13 +103,13 @@ def test_malformed_setting_is_named(env: dict[str, str], message: str) -> None:
 
 def test_required_settings_depend_on_the_role() -> None:
     bare = load_settings({})
-    with pytest.raises(SettingsError, match="^WEBHOOK_SECRET: required"):
+    with pytest.raises(SettingsError, match=r"^WEBHOOK_SECRET: required"):
         bare.require("server")
-    with pytest.raises(SettingsError, match="^APP_ID: required by the worker"):
+    with pytest.raises(SettingsError, match=r"^APP_ID: required by the worker"):
         bare.require("worker")
-    with pytest.raises(SettingsError, match="^PRIVATE_KEY: required with APP_ID"):
+    with pytest.raises(SettingsError, match=r"^PRIVATE_KEY: required with APP_ID"):
         load_settings({"APP_ID": "1"}).require("worker")
-    with pytest.raises(SettingsError, match="^APP_ID: required with PRIVATE_KEY"):
+    with pytest.raises(SettingsError, match=r"^APP_ID: required with PRIVATE_KEY"):
         load_settings({"PRIVATE_KEY": PEM}).require("cli")
     app = load_settings({"APP_ID": "1", "PRIVATE_KEY": PEM, "WEBHOOK_SECRET": "s"})
     assert app.require("server", "worker") is app
@@ -128,8 +128,17 @@ def test_env_example_lists_every_setting() -> None:
     example = (Path(__file__).parent.parent / ".env.example").read_text()
     names = {line.split("=")[0].lstrip("# ") for line in example.splitlines() if "=" in line}
     expected = {
-        "APP_ID", "PRIVATE_KEY", "PRIVATE_KEY_PATH", "WEBHOOK_SECRET", "GITHUB_API_URL",
-        "DATABASE_URL", "REDIS_URL", "TRIAGE_DATA_DIR", "PORT", "LOG_LEVEL",
-        "TRIAGE_MAX_LOG_BYTES", "GITHUB_TOKEN",
-    }  # fmt: skip
+        "APP_ID",
+        "PRIVATE_KEY",
+        "PRIVATE_KEY_PATH",
+        "WEBHOOK_SECRET",
+        "GITHUB_API_URL",
+        "DATABASE_URL",
+        "REDIS_URL",
+        "TRIAGE_DATA_DIR",
+        "PORT",
+        "LOG_LEVEL",
+        "TRIAGE_MAX_LOG_BYTES",
+        "GITHUB_TOKEN",
+    }
     assert expected <= names

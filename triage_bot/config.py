@@ -1,0 +1,260 @@
+"""Settings from the environment, read by one function that takes the environment as an argument.
+
+The names are probot's where probot has one (APP_ID, PRIVATE_KEY, PRIVATE_KEY_PATH,
+WEBHOOK_SECRET, GITHUB_API_URL, PORT, LOG_LEVEL); the rest are ours. An empty value counts as
+unset, so a `.env` line like `REDIS_URL=` means "no Redis" rather than "a Redis at ''".
+
+`load_settings` checks the form of every value; which values must be present depends on the
+command, so that is checked by `Settings.require(role)`: `triage-bot serve` needs the webhook
+secret and credentials, `triage-bot serve --no-worker` only the secret, `triage-bot worker` only
+the credentials. Every error is a `SettingsError` whose text is one line naming the setting.
+
+The default data directory is `$XDG_DATA_HOME/triage-bot` (`~/.local/share/triage-bot`): it is
+the same wherever the command is started from, so `serve` and a later `worker` on one machine
+find the same SQLite files. Containers set TRIAGE_DATA_DIR to a mounted volume.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+from urllib.parse import urlsplit
+
+Role = Literal["server", "worker", "cli"]
+
+DEFAULT_GITHUB_API_URL = "https://api.github.com"
+DEFAULT_PORT = 8000
+DEFAULT_MAX_LOG_BYTES = 256 * 1024 * 1024
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+_SIZE = re.compile(r"(?P<number>\d+)\s*(?P<unit>[kmg]i?b?|b)?", re.IGNORECASE)
+_UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+_PEM_BEGIN = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")
+
+
+class SettingsError(ValueError):
+    """A missing or malformed setting; str(error) is one line that starts with its name."""
+
+    def __init__(self, name: str, problem: str) -> None:
+        super().__init__(f"{name}: {problem}")
+        self.name = name
+
+
+@dataclass(frozen=True)
+class Settings:
+    app_id: int | None = None
+    private_key: str | None = None
+    webhook_secret: str | None = None
+    github_api_url: str = DEFAULT_GITHUB_API_URL
+    database_url: str = ""
+    redis_url: str | None = None
+    data_dir: Path = Path(".")
+    port: int = DEFAULT_PORT
+    log_level: str = "INFO"
+    max_log_bytes: int = DEFAULT_MAX_LOG_BYTES
+    github_token: str | None = None
+
+    @property
+    def has_app_credentials(self) -> bool:
+        return self.app_id is not None and self.private_key is not None
+
+    @property
+    def queue_path(self) -> Path:
+        """The embedded queue's SQLite file, used when REDIS_URL is unset."""
+        return self.data_dir / "queue.db"
+
+    def require(self, *roles: Role) -> Settings:
+        """Check that what `roles` need is present; return self so calls can chain.
+
+        server: WEBHOOK_SECRET. worker: the App's credentials (APP_ID and a private key) or,
+        for a single-repository install, GITHUB_TOKEN. cli: the same as worker.
+        """
+        for role in roles:
+            if role == "server" and not self.webhook_secret:
+                raise SettingsError(
+                    "WEBHOOK_SECRET", "required to serve webhooks (the secret set on the App)"
+                )
+            if role in ("worker", "cli"):
+                self._require_credentials(role)
+        return self
+
+    def _require_credentials(self, role: Role) -> None:
+        if self.has_app_credentials or self.github_token:
+            return
+        if self.app_id is not None:
+            raise SettingsError("PRIVATE_KEY", "required with APP_ID (or set PRIVATE_KEY_PATH)")
+        if self.private_key is not None:
+            raise SettingsError("APP_ID", "required with PRIVATE_KEY")
+        raise SettingsError(
+            "APP_ID",
+            f"required by the {role} (with PRIVATE_KEY or PRIVATE_KEY_PATH), or set GITHUB_TOKEN",
+        )
+
+
+def load_settings(environ: Mapping[str, str]) -> Settings:
+    """Read and check every setting; raise SettingsError on the first bad one."""
+    env = {key: value.strip() for key, value in environ.items() if value.strip()}
+    data_dir = _data_dir(env)
+    return Settings(
+        app_id=_optional_int(env, "APP_ID", minimum=1),
+        private_key=_private_key(env),
+        webhook_secret=env.get("WEBHOOK_SECRET"),
+        github_api_url=_http_url(env, "GITHUB_API_URL", DEFAULT_GITHUB_API_URL),
+        database_url=_database_url(env, data_dir),
+        redis_url=_redis_url(env),
+        data_dir=data_dir,
+        port=_port(env),
+        log_level=_log_level(env),
+        max_log_bytes=_size(env, "TRIAGE_MAX_LOG_BYTES", DEFAULT_MAX_LOG_BYTES),
+        github_token=env.get("GITHUB_TOKEN"),
+    )
+
+
+def configure_logging(level: str) -> None:
+    """Log to stderr at LOG_LEVEL, unless the embedding program configured logging already."""
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def normalize_database_url(url: str) -> str:
+    """Use the psycopg 3 driver for PostgreSQL, whatever spelling the URL came in.
+
+    Heroku-style `postgres://` and plain `postgresql://` would otherwise make SQLAlchemy look
+    for psycopg2, which we do not install.
+    """
+    for prefix in ("postgres://", "postgresql://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
+def _optional_int(env: Mapping[str, str], name: str, minimum: int) -> int | None:
+    raw = env.get(name)
+    if raw is None:
+        return None
+    if not raw.isdigit():
+        raise SettingsError(name, f"must be a whole number, got {raw!r}")
+    value = int(raw)
+    if value < minimum:
+        raise SettingsError(name, f"must be at least {minimum}, got {value}")
+    return value
+
+
+def _port(env: Mapping[str, str]) -> int:
+    port = _optional_int(env, "PORT", minimum=1)
+    if port is None:
+        return DEFAULT_PORT
+    if port > 65535:
+        raise SettingsError("PORT", f"must be at most 65535, got {port}")
+    return port
+
+
+def _log_level(env: Mapping[str, str]) -> str:
+    level = env.get("LOG_LEVEL", "INFO").upper()
+    if level not in LOG_LEVELS:
+        raise SettingsError("LOG_LEVEL", f"must be one of {', '.join(LOG_LEVELS)}, got {level!r}")
+    return level
+
+
+def _size(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if raw is None:
+        return default
+    match = _SIZE.fullmatch(raw)
+    if match is None:
+        raise SettingsError(
+            name, f"must be a number of bytes like 268435456 or 256MiB, got {raw!r}"
+        )
+    unit = (match["unit"] or "").lower()[:1]
+    value = int(match["number"]) * _UNITS[unit]
+    if value < 1:
+        raise SettingsError(name, f"must be at least 1 byte, got {raw!r}")
+    return value
+
+
+def _private_key(env: Mapping[str, str]) -> str | None:
+    text, path = env.get("PRIVATE_KEY"), env.get("PRIVATE_KEY_PATH")
+    if text is not None and path is not None:
+        raise SettingsError("PRIVATE_KEY_PATH", "set only one of PRIVATE_KEY and PRIVATE_KEY_PATH")
+    if path is not None:
+        try:
+            text = Path(path).expanduser().read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise SettingsError("PRIVATE_KEY_PATH", f"cannot read {path}: {_why(error)}") from None
+        return _pem(text, "PRIVATE_KEY_PATH")
+    return None if text is None else _pem(text, "PRIVATE_KEY")
+
+
+def _pem(text: str, name: str) -> str:
+    # Environments often carry a PEM on one line with literal "\n" escapes (probot accepts
+    # that, and so do we); probot also accepts the PEM base64-encoded as a whole.
+    text = text.strip().replace("\\n", "\n")
+    if not _PEM_BEGIN.search(text):
+        text = _maybe_base64(text)
+    if not _PEM_BEGIN.search(text) or "-----END" not in text:
+        raise SettingsError(
+            name, "not a PEM private key (expected -----BEGIN ... PRIVATE KEY-----)"
+        )
+    return text + "\n"
+
+
+def _maybe_base64(text: str) -> str:
+    try:
+        return base64.b64decode(text, validate=True).decode("utf-8").strip()
+    except (binascii.Error, UnicodeDecodeError):
+        return text
+
+
+def _http_url(env: Mapping[str, str], name: str, default: str) -> str:
+    url = env.get(name, default)
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise SettingsError(name, f"must be an http(s) URL, got {url!r}")
+    return url.rstrip("/")
+
+
+def _data_dir(env: Mapping[str, str]) -> Path:
+    raw = env.get("TRIAGE_DATA_DIR")
+    if raw is not None:
+        return Path(raw).expanduser()
+    xdg = env.get("XDG_DATA_HOME")
+    base = Path(xdg).expanduser() if xdg else Path(env.get("HOME", "~")) / ".local" / "share"
+    return (base / "triage-bot").expanduser()
+
+
+def _database_url(env: Mapping[str, str], data_dir: Path) -> str:
+    url = env.get("DATABASE_URL")
+    if url is None:
+        return f"sqlite:///{data_dir / 'triage.db'}"
+    url = normalize_database_url(url)
+    scheme = url.split(":", 1)[0]
+    if scheme not in ("sqlite", "sqlite+pysqlite", "postgresql+psycopg"):
+        raise SettingsError(
+            "DATABASE_URL",
+            f"unsupported database {scheme!r} (use sqlite:///PATH or postgresql://...)",
+        )
+    return url
+
+
+def _redis_url(env: Mapping[str, str]) -> str | None:
+    url = env.get("REDIS_URL")
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    if parts.scheme not in ("redis", "rediss", "unix"):
+        raise SettingsError(
+            "REDIS_URL", f"must be a redis://, rediss:// or unix:// URL, got {url!r}"
+        )
+    if parts.scheme != "unix" and not parts.hostname:
+        raise SettingsError("REDIS_URL", f"has no host: {url!r}")
+    return url
+
+
+def _why(error: BaseException) -> str:
+    return error.strerror if isinstance(error, OSError) and error.strerror else str(error)

@@ -1,0 +1,361 @@
+"""Which webhook events become work: pure functions from (event name, payload) to a Decision.
+
+`decide` never raises: a payload with a missing or oddly typed field is refused with a reason
+that names the field, because the payload is input from the network and the server must answer
+every request with a 2xx or 4xx that says why.
+
+Jobs are JSON-ready dicts (they are stored in the database and carried by the queue):
+
+    {"kind": "triage", "trigger": "workflow_run" | "workflow_job", "repo": "owner/name",
+     "installation_id": int | None, "run_id": int, "run_attempt": int, "head_sha": str,
+     "head_branch": str | None, "head_repo": "owner/name" | None, "pull_requests": [int, ...],
+     "find_pr": bool, "workflow": str | None, "conclusion": str,
+     "workflow_job_id": int | None, "workflow_job_name": str | None}
+
+    {"kind": "outdated", "repo": ..., "installation_id": ..., "pr_number": int,
+     "before": str, "after": str}
+
+`find_pr` is true when GitHub gave no pull request for the run (runs from forks, and every
+`workflow_job`): the worker then looks the pull request up by head branch and head SHA.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, TypeGuard
+
+Outcome = Literal["job", "record", "pong", "ignored", "refused"]
+InstallationOp = Literal["upsert", "delete", "add_repos", "remove_repos"]
+
+# startup_failure is not in the octokit schema's enum but GitHub sends it when a workflow file
+# is invalid; it is a failure the contributor needs to hear about.
+FAILING_RUN_CONCLUSIONS = frozenset({"failure", "timed_out", "startup_failure"})
+FAILING_JOB_CONCLUSIONS = frozenset({"failure"})
+# Bounds that keep every value storable: database integers are 64-bit and PostgreSQL refuses
+# NUL characters and unpaired surrogates in text, so such values are refused here, not there.
+MAX_INT = 2**63 - 1
+MAX_TEXT = 1000
+
+
+@dataclass(frozen=True)
+class InstallationChange:
+    op: InstallationOp
+    installation_id: int
+    account: str | None = None
+    repos: tuple[str, ...] = ()
+    repository_selection: str | None = None
+    suspended: bool | None = None  # None: leave as it is
+
+
+@dataclass(frozen=True)
+class Decision:
+    outcome: Outcome
+    reason: str
+    job: dict[str, Any] | None = None
+    # Jobs with one key that are still waiting in the queue are merged: when twenty matrix
+    # jobs of one run fail, one early triage that has not started yet covers them all.
+    coalesce_key: str | None = None
+    installation: InstallationChange | None = None
+
+
+# GitHub's own rules: owner up to 39 characters, name up to 100, of letters, digits, - _ .
+_REPO_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}")
+
+
+class _Refused(Exception):
+    pass
+
+
+def decide(event: str, payload: object) -> Decision:
+    """What to do with one delivery; never raises."""
+    if not isinstance(payload, Mapping):
+        return Decision("refused", "the payload is not a JSON object")
+    handler = _HANDLERS.get(event)
+    if handler is None:
+        return Decision("ignored", f"event {event!r} is not one triage-bot acts on")
+    try:
+        return handler(payload)
+    except _Refused as refusal:
+        return Decision("refused", f"{event}: {refusal}")
+
+
+def _ping(payload: Mapping[str, Any]) -> Decision:
+    zen = payload.get("zen")
+    return Decision("pong", zen if isinstance(zen, str) and zen else "pong")
+
+
+def _workflow_run(payload: Mapping[str, Any]) -> Decision:
+    action = _str(payload, "action")
+    if action != "completed":
+        return Decision("ignored", f"workflow_run action {action!r} is not 'completed'")
+    run = _obj(payload, "workflow_run")
+    conclusion = _str(run, "conclusion", "workflow_run.conclusion")
+    if conclusion not in FAILING_RUN_CONCLUSIONS:
+        return Decision("ignored", f"workflow_run conclusion {conclusion!r} needs no triage")
+    repo = _repo(payload)
+    prs = _pull_request_numbers(run, payload)
+    job = _triage_job(payload, run, "workflow_run", repo, conclusion)
+    job.update(
+        head_repo=_head_repo(run),
+        pull_requests=prs,
+        find_pr=not prs,
+        workflow=_opt_str(run, "name", "workflow_run.name"),
+    )
+    return _triage_decision(job, f"run {job['run_id']} of {repo} ended in {conclusion}")
+
+
+def _workflow_job(payload: Mapping[str, Any]) -> Decision:
+    action = _str(payload, "action")
+    if action != "completed":
+        return Decision("ignored", f"workflow_job action {action!r} is not 'completed'")
+    wjob = _obj(payload, "workflow_job")
+    conclusion = _opt_str(wjob, "conclusion", "workflow_job.conclusion")
+    if conclusion not in FAILING_JOB_CONCLUSIONS:
+        return Decision("ignored", f"workflow_job conclusion {conclusion!r} needs no triage")
+    repo = _repo(payload)
+    job = _triage_job(payload, wjob, "workflow_job", repo, "failure")
+    job.update(
+        head_repo=None,
+        pull_requests=[],  # the event carries none: the worker finds them by branch and SHA
+        find_pr=True,
+        workflow=_opt_str(wjob, "workflow_name", "workflow_job.workflow_name"),
+        workflow_job_id=_int(wjob, "id", "workflow_job.id"),
+        workflow_job_name=_opt_str(wjob, "name", "workflow_job.name"),
+    )
+    return _triage_decision(job, f"job {job['workflow_job_id']} of run {job['run_id']} failed")
+
+
+def _triage_job(
+    payload: Mapping[str, Any], source: Mapping[str, Any], trigger: str, repo: str, conclusion: str
+) -> dict[str, Any]:
+    prefix = trigger
+    run_id_field = "id" if trigger == "workflow_run" else "run_id"
+    attempt = source.get("run_attempt", 1)  # absent on older GitHub Enterprise Servers
+    if not _is_int(attempt) or not 1 <= attempt <= MAX_INT:
+        raise _Refused(f"{prefix}.run_attempt must be a positive integer, got {attempt!r}")
+    return {
+        "kind": "triage",
+        "trigger": trigger,
+        "repo": repo,
+        "installation_id": _installation_id(payload),
+        "run_id": _int(source, run_id_field, f"{prefix}.{run_id_field}"),
+        "run_attempt": attempt,
+        "head_sha": _str(source, "head_sha", f"{prefix}.head_sha"),
+        "head_branch": _opt_str(source, "head_branch", f"{prefix}.head_branch"),
+        "conclusion": conclusion,
+        "workflow_job_id": None,
+        "workflow_job_name": None,
+    }
+
+
+def _triage_decision(job: dict[str, Any], reason: str) -> Decision:
+    key = f"triage:{job['repo']}:{job['run_id']}:{job['run_attempt']}:{job['trigger']}"
+    return Decision("job", reason, job=job, coalesce_key=key)
+
+
+def _pull_request(payload: Mapping[str, Any]) -> Decision:
+    action = _str(payload, "action")
+    if action != "synchronize":
+        return Decision("ignored", f"pull_request action {action!r} changes no comment")
+    repo = _repo(payload)
+    number = _int(payload, "number")
+    job = {
+        "kind": "outdated",
+        "repo": repo,
+        "installation_id": _installation_id(payload),
+        "pr_number": number,
+        "before": _str(payload, "before"),
+        "after": _str(payload, "after"),
+    }
+    return Decision("job", f"{repo}#{number} has a new head commit", job=job)
+
+
+def _installation(payload: Mapping[str, Any]) -> Decision:
+    action = _str(payload, "action")
+    inst = _obj(payload, "installation")
+    inst_id = _int(inst, "id", "installation.id")
+    if action == "deleted":
+        change = InstallationChange("delete", inst_id)
+        return Decision("record", f"installation {inst_id} deleted", installation=change)
+    if action not in ("created", "new_permissions_accepted", "suspend", "unsuspend"):
+        return Decision("ignored", f"installation action {action!r} changes nothing we keep")
+    repos = payload.get("repositories")
+    change = InstallationChange(
+        "upsert",
+        inst_id,
+        account=_account(inst),
+        # suspend/unsuspend carry no repository list: keep the one we have
+        repos=_repo_names(repos, "repositories") if repos is not None else (),
+        repository_selection=_opt_str(
+            inst, "repository_selection", "installation.repository_selection"
+        ),
+        suspended=_suspended(action, inst),
+    )
+    return Decision("record", f"installation {inst_id} {action}", installation=change)
+
+
+def _installation_repositories(payload: Mapping[str, Any]) -> Decision:
+    action = _str(payload, "action")
+    if action not in ("added", "removed"):
+        return Decision("ignored", f"installation_repositories action {action!r} is unknown")
+    inst = _obj(payload, "installation")
+    field = f"repositories_{action}"
+    change = InstallationChange(
+        "add_repos" if action == "added" else "remove_repos",
+        _int(inst, "id", "installation.id"),
+        account=_account(inst),
+        repos=_repo_names(payload.get(field), field),
+        repository_selection=_opt_str(payload, "repository_selection"),
+    )
+    reason = f"installation {change.installation_id}: {len(change.repos)} repositories {action}"
+    return Decision("record", reason, installation=change)
+
+
+def _suspended(action: str, inst: Mapping[str, Any]) -> bool:
+    if action in ("suspend", "unsuspend"):
+        return action == "suspend"
+    return inst.get("suspended_at") is not None
+
+
+def _account(inst: Mapping[str, Any]) -> str | None:
+    account = inst.get("account")
+    if isinstance(account, Mapping):
+        login = account.get("login") or account.get("slug")  # enterprises have a slug
+        return login if isinstance(login, str) and is_storable_text(login, 255) else None
+    return None
+
+
+def _repo_names(value: object, field: str) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise _Refused(f"{field} must be a list, got {_kind(value)}")
+    names = []
+    for index, item in enumerate(value):
+        if not isinstance(item, Mapping):
+            raise _Refused(f"{field}[{index}] must be an object, got {_kind(item)}")
+        names.append(_full_name(item, f"{field}[{index}].full_name"))
+    return tuple(names)
+
+
+def _repo(payload: Mapping[str, Any]) -> str:
+    return _full_name(_obj(payload, "repository"), "repository.full_name")
+
+
+def _full_name(obj: Mapping[str, Any], field: str) -> str:
+    name = obj.get("full_name")
+    if not isinstance(name, str) or not _REPO_NAME.fullmatch(name):
+        raise _Refused(f"{field} must be 'owner/name', got {_kind(name)}")
+    return name
+
+
+def _head_repo(run: Mapping[str, Any]) -> str | None:
+    head = run.get("head_repository")
+    name = head.get("full_name") if isinstance(head, Mapping) else None
+    return name if isinstance(name, str) and _REPO_NAME.fullmatch(name) else None
+
+
+def _pull_request_numbers(run: Mapping[str, Any], payload: Mapping[str, Any]) -> list[int]:
+    prs = run.get("pull_requests", [])
+    if not isinstance(prs, list):
+        raise _Refused(f"workflow_run.pull_requests must be a list, got {_kind(prs)}")
+    repo_id = _obj(payload, "repository").get("id")
+    numbers: list[int] = []
+    for index, pr in enumerate(prs):
+        if not isinstance(pr, Mapping):
+            raise _Refused(f"workflow_run.pull_requests[{index}] must be an object")
+        number = _int(pr, "number", f"workflow_run.pull_requests[{index}].number")
+        # GitHub also lists pull requests of *other* repositories whose head matches (a fork's
+        # run lists the upstream's PRs). Commenting with that number here would land on an
+        # unrelated PR of this repository, so keep only PRs whose base is this repository.
+        if _base_repo_id(pr) in (None, repo_id) and number not in numbers:
+            numbers.append(number)
+    return numbers
+
+
+def _base_repo_id(pr: Mapping[str, Any]) -> object:
+    base = pr.get("base")
+    repo = base.get("repo") if isinstance(base, Mapping) else None
+    return repo.get("id") if isinstance(repo, Mapping) else None
+
+
+def _installation_id(payload: Mapping[str, Any]) -> int | None:
+    inst = payload.get("installation")
+    if inst is None:
+        return None  # webhooks of a repository hook carry none; the worker looks it up
+    if not isinstance(inst, Mapping):
+        raise _Refused(f"installation must be an object, got {_kind(inst)}")
+    return _int(inst, "id", "installation.id")
+
+
+def _obj(parent: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = parent.get(key)
+    if not isinstance(value, Mapping):
+        raise _Refused(f"{key} must be an object, got {_kind(value)}")
+    return value
+
+
+def _str(parent: Mapping[str, Any], key: str, field: str | None = None) -> str:
+    value = parent.get(key)
+    if not isinstance(value, str) or not value:
+        raise _Refused(f"{field or key} must be a non-empty string, got {_kind(value)}")
+    return _checked_text(value, field or key)
+
+
+def _opt_str(parent: Mapping[str, Any], key: str, field: str | None = None) -> str | None:
+    value = parent.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise _Refused(f"{field or key} must be a string or null, got {_kind(value)}")
+    return _checked_text(value, field or key)
+
+
+def _checked_text(value: str, field: str) -> str:
+    if not is_storable_text(value):
+        raise _Refused(f"{field} must be printable text of at most {MAX_TEXT} characters")
+    return value
+
+
+def is_storable_text(value: str, limit: int = MAX_TEXT) -> bool:
+    """True when `value` can go into any text column: bounded, no NUL, valid UTF-8."""
+    if len(value) > limit or "\x00" in value:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # an unpaired surrogate from a JSON "\\ud800" escape
+        return False
+    return True
+
+
+def _int(parent: Mapping[str, Any], key: str, field: str | None = None) -> int:
+    value = parent.get(key)
+    if not _is_int(value) or not 0 <= value <= MAX_INT:
+        raise _Refused(f"{field or key} must be a non-negative integer, got {_kind(value)}")
+    return value
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    # JSON true/false decode to bool, a subclass of int: never an id.
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool | int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return repr(value[:40])
+    return type(value).__name__
+
+
+_HANDLERS = {
+    "ping": _ping,
+    "workflow_run": _workflow_run,
+    "workflow_job": _workflow_job,
+    "pull_request": _pull_request,
+    "installation": _installation,
+    "installation_repositories": _installation_repositories,
+}
+HANDLED_EVENTS = frozenset(_HANDLERS)

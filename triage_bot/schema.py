@@ -1,0 +1,152 @@
+"""The database tables (SQLAlchemy Core), shared by the store and the job ledger.
+
+GitHub's numbers (run ids, installation ids, comment ids) pass 2**31, so they are BigInteger.
+Timestamps are UTC; SQLite keeps them as naive text, so `UTCDateTime` puts the zone back.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    Dialect,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        value = value.astimezone(UTC)
+        # SQLite compares timestamps as text: one zone-less format keeps that ordering right.
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        assert isinstance(value, datetime)
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+metadata = MetaData()
+
+deliveries = Table(
+    "deliveries",
+    metadata,
+    # The primary key is what makes a redelivery (same X-GitHub-Delivery) detectable
+    # atomically, across any number of servers sharing the database.
+    Column("delivery_id", String(100), primary_key=True),
+    Column("event", String(100), nullable=False),
+    Column("action", String(100)),
+    Column("outcome", String(32), nullable=False),
+    Column("job_id", String(64)),
+    Column("received_at", UTCDateTime(), nullable=False),
+)
+
+installations = Table(
+    "installations",
+    metadata,
+    Column("id", BigInteger, primary_key=True, autoincrement=False),
+    Column("account", String(255)),
+    Column("repository_selection", String(16)),
+    Column("repos", JSON, nullable=False),  # sorted list of "owner/name"
+    Column("suspended", Boolean, nullable=False, default=False),
+    Column("updated_at", UTCDateTime(), nullable=False),
+)
+
+triages = Table(
+    "triages",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("repo", String(255), nullable=False),
+    Column("run_id", BigInteger, nullable=False),
+    Column("run_attempt", BigInteger, nullable=False),
+    Column("head_sha", String(64), nullable=False),
+    Column("pr_number", BigInteger),
+    Column("status", String(16), nullable=False),  # running | done | failed
+    Column("error", Text),
+    Column("report", JSON),
+    Column("started_at", UTCDateTime(), nullable=False),
+    Column("finished_at", UTCDateTime()),
+    UniqueConstraint("repo", "run_id", "run_attempt", name="uq_triages_run"),
+)
+
+comments = Table(
+    "comments",
+    metadata,
+    Column("repo", String(255), primary_key=True),
+    Column("pr_number", BigInteger, primary_key=True, autoincrement=False),
+    Column("comment_id", BigInteger),
+    Column("body_hash", String(64)),
+    Column("head_sha", String(64)),
+    Column("outdated", Boolean, nullable=False, default=False),
+    Column("updated_at", UTCDateTime(), nullable=False),
+)
+
+# Short leases, claimed by an atomic insert; see Store.comment_lock.
+locks = Table(
+    "locks",
+    metadata,
+    Column("name", String(400), primary_key=True),
+    Column("owner", String(64), nullable=False),
+    Column("expires_at", UTCDateTime(), nullable=False),
+)
+
+job_failures = Table(
+    "job_failures",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("repo", String(255), nullable=False),
+    Column("workflow", String(255)),
+    Column("job_name", String(400), nullable=False),
+    Column("signature", String(255), nullable=False),
+    Column("captures_key", String(400), nullable=False),
+    Column("commit_sha", String(64), nullable=False),
+    Column("run_id", BigInteger, nullable=False),
+    Column("recorded_at", UTCDateTime(), nullable=False),
+    Index("ix_job_failures_commit", "repo", "commit_sha"),
+    Index("ix_job_failures_signature", "repo", "signature", "captures_key"),
+)
+
+# The job ledger: every queued job has a row here before it is pushed to huey, so a job that
+# a killed worker had popped can be found and pushed again (see triage_bot.queue).
+jobs = Table(
+    "jobs",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("kind", String(32), nullable=False),
+    Column("coalesce_key", String(400)),
+    Column("payload", JSON, nullable=False),
+    Column("status", String(16), nullable=False),  # queued | running | done | failed
+    Column("attempts", Integer, nullable=False, default=0),
+    Column("error", Text),
+    Column("owner", String(64)),  # the claim token of the worker running it
+    Column("lease_until", UTCDateTime()),
+    Column("available_at", UTCDateTime(), nullable=False),  # not expected to run before
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("updated_at", UTCDateTime(), nullable=False),
+    Column("finished_at", UTCDateTime()),
+    Index("ix_jobs_status", "status", "updated_at"),
+    Index("ix_jobs_coalesce", "coalesce_key", "status"),
+)
