@@ -53,6 +53,8 @@ class Signature:
     priority: int
     keywords: tuple[str, ...]
     pattern: regex.Pattern[str]
+    # At least one of these occurs in every match, when no single literal does.
+    any_keywords: tuple[str, ...]
     before: int
     after: int
     group_by: tuple[str, ...]
@@ -71,9 +73,13 @@ class Signature:
         return self.priority < GENERIC_PRIORITY
 
     @property
-    def trigger(self) -> str:
-        """The keyword the prefilter looks for: the longest, as the rarest guess."""
-        return max(self.keywords, key=len)
+    def triggers(self) -> tuple[str, ...]:
+        """What the prefilter looks for: the longest keyword (the rarest guess), or else each
+        of the any_keywords when they are longer."""
+        longest = max(self.keywords, key=len)
+        if self.any_keywords and min(len(k) for k in self.any_keywords) > len(longest):
+            return self.any_keywords
+        return (longest,)
 
 
 @dataclass(frozen=True)
@@ -221,6 +227,7 @@ def _build(
         priority=data["priority"],
         keywords=tuple(data["keywords"]),
         pattern=pattern,
+        any_keywords=tuple(data.get("any_keywords", [])),
         before=context.get("before", DEFAULT_BEFORE),
         after=context.get("after", DEFAULT_AFTER),
         group_by=tuple(data.get("group_by", [])),

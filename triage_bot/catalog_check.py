@@ -76,6 +76,15 @@ def lint_signature(signature: Signature) -> list[Problem]:
                         "keywords are literals that every matching line contains",
                     )
                 )
+        if signature.any_keywords and not any(k in example.line for k in signature.any_keywords):
+            problems.append(
+                Problem(
+                    path,
+                    line_of_key(path, ["tests", "match", index, "line"]),
+                    f"none of any_keywords occurs in example {example.line!r}",
+                    "every matching line must contain at least one of any_keywords",
+                )
+            )
         found = signature.pattern.search(example.line)
         captures = {k: v for k, v in found.groupdict().items() if v is not None} if found else {}
         # Optional groups may be missing; templates see them as empty.
@@ -107,7 +116,7 @@ def lint_signature(signature: Signature) -> list[Problem]:
 
 
 def adversarial_inputs(signature: Signature) -> list[str]:
-    keyword = signature.trigger
+    keyword = signature.triggers[0]
     inputs = [keyword + " " + char * _PUMP + "\u2603" for char in _PUMP_CHARS]
     inputs += [keyword + " " + (char + " ") * (_PUMP // 2) for char in "a0-."]
     for example in signature.match_examples:

@@ -112,12 +112,23 @@ class CompiledCatalog:
         self.rank = {s.id: position for position, s in enumerate(ranked)}
         self.by_literal: dict[int, list[Signature]] = {}
         for signature in ranked:
-            index = literal_index(signature.trigger.encode())
-            self.by_literal.setdefault(index, []).append(signature)
+            for trigger in signature.triggers:
+                index = literal_index(trigger.encode())
+                self.by_literal.setdefault(index, []).append(signature)
         self.error_marker = literal_index(_ERROR_MARKER)
         self.group_marker = literal_index(_GROUP_MARKER)
         self.literals = literals
         self.prefilter: Prefilter = build_prefilter(literals, engine)
+        self._keyword_bytes = {
+            s.id: (tuple(k.encode() for k in s.keywords), tuple(k.encode() for k in s.any_keywords))
+            for s in catalog.signatures
+        }
+
+    def keywords_hold(self, signature: Signature, line: bytes) -> bool:
+        every, any_of = self._keyword_bytes[signature.id]
+        if not all(keyword in line for keyword in every):
+            return False
+        return not any_of or any(keyword in line for keyword in any_of)
 
 
 def classify(
@@ -233,11 +244,13 @@ class JobClassifier:
             block = logs.strip_ansi(block)
         if self._pending_after:
             self._fill_pending_after(block)
-        hits = self._catalog.prefilter.scan(block)
-        if not hits:
+        exact, parts = self._catalog.prefilter.scan(block)
+        if parts:
+            exact = sorted(exact + _in_coloured_lines(block, parts))
+        if not exact:
             self._lines_done += _count_newlines(block, 0, len(block))
         else:
-            self._examine_hits(block, hits)
+            self._examine_hits(block, exact)
         self._remember(block)
 
     def _remember(self, block: bytes) -> None:
@@ -263,15 +276,23 @@ class JobClassifier:
     def _examine_line(self, block: bytes, start: int, end: int, number: int) -> None:
         catalog = self._catalog
         clean = logs.strip_ansi(block[start:end])
-        present = [i for i, literal in enumerate(catalog.literals) if literal in clean]
+        present = catalog.prefilter.literals_in(clean)
         if not present:
             return  # a colour-tolerant part that was not the literal after all
+        # Most candidate lines fail on a keyword: check them on the bytes, before decoding.
+        candidates = [
+            s
+            for s in {s.id: s for i in present for s in catalog.by_literal.get(i, ())}.values()
+            if catalog.keywords_hold(s, clean)
+        ]
+        markers = catalog.error_marker in present or catalog.group_marker in present
+        if not candidates and not markers:
+            return
         timestamp, text = logs.normalise(clean)
         if catalog.error_marker in present:
             self._track_error(block, start, number, text)
         if catalog.group_marker in present and text.startswith("##[group]"):
             self._mark_group(number, timestamp, text)
-        candidates = [s for i in present for s in catalog.by_literal.get(i, ())]
         candidates.sort(key=lambda s: catalog.rank[s.id])
         for signature in candidates:
             if self._try_signature(signature, block, start, end, number, timestamp, text):
@@ -302,6 +323,8 @@ class JobClassifier:
         text: str,
     ) -> bool:
         if not all(keyword in text for keyword in signature.keywords):
+            return False
+        if signature.any_keywords and not any(k in text for k in signature.any_keywords):
             return False
         found = signature.pattern.search(text)
         if found is None:
@@ -367,6 +390,17 @@ class JobClassifier:
                 scored.append((score, candidate.line, text))
         best = sorted(set(scored), key=lambda item: (-item[0], -item[1]))[:FALLBACK_LINES]
         return [FallbackLine(number, text) for _score, number, text in sorted(best, key=_by_line)]
+
+
+def _in_coloured_lines(block: bytes, ends: list[int]) -> list[int]:
+    """The colour-tolerant hits that stand in a line with an escape byte in it."""
+    kept = []
+    for end in ends:
+        start = block.rfind(b"\n", 0, end) + 1
+        stop = block.find(b"\n", end)
+        if block.find(b"\x1b", start, stop) >= 0:
+            kept.append(end)
+    return kept
 
 
 def _add_variants(match: Match, captures: dict[str, str]) -> None:

@@ -30,8 +30,13 @@ class Prefilter(Protocol):
     # the block need not be stripped of ANSI escapes first.
     handles_ansi: bool
 
-    def scan(self, block: bytes) -> list[int]:
-        """End offsets of occurrences, at least one in every line that holds a literal."""
+    def scan(self, block: bytes) -> tuple[list[int], list[int]]:
+        """End offsets of occurrences, at least one in every line that holds a literal; and
+        of colour-tolerant parts, which matter only in a line with an escape in it."""
+        ...
+
+    def literals_in(self, line: bytes) -> set[int]:
+        """Exactly which literals (their indexes) occur in one line, stripped of colour."""
         ...
 
 
@@ -61,7 +66,9 @@ class HyperscanPrefilter:
     def __init__(self, literals: Sequence[bytes]) -> None:
         import hyperscan
 
-        expressions = colour_tolerant(literals)
+        # The literals first, then their colour-tolerant parts: an id says which kind it is.
+        self._literal_count = len(literals)
+        expressions = list(literals) + [p for p in colour_tolerant(literals) if p not in literals]
         self._db: Any = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         self._db.compile(
             expressions=expressions,
@@ -71,17 +78,38 @@ class HyperscanPrefilter:
             literal=True,
         )
         self._scratch: Any = hyperscan.Scratch(self._db)
+        self._exact: Any = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        self._exact.compile(
+            expressions=list(literals),
+            ids=list(range(len(literals))),
+            elements=len(literals),
+            flags=0,
+            literal=True,
+        )
+        self._exact_scratch: Any = hyperscan.Scratch(self._exact)
 
-    def scan(self, block: bytes) -> list[int]:
-        ends: list[int] = []
-        append = ends.append
+    def literals_in(self, line: bytes) -> set[int]:
+        found: set[int] = set()
+        add = found.add
 
-        def on_match(_index: int, _start: int, end: int, _flags: int, _context: object) -> None:
-            append(end)
+        def on_match(index: int, _start: int, _end: int, _flags: int, _context: object) -> None:
+            add(index)
+
+        self._exact.scan(line, match_event_handler=on_match, scratch=self._exact_scratch)
+        return found
+
+    def scan(self, block: bytes) -> tuple[list[int], list[int]]:
+        exact: list[int] = []
+        parts: list[int] = []
+        literal_count = self._literal_count
+
+        def on_match(index: int, _start: int, end: int, _flags: int, _context: object) -> None:
+            (exact if index < literal_count else parts).append(end)
 
         self._db.scan(block, match_event_handler=on_match, scratch=self._scratch)
-        ends.sort()
-        return ends
+        exact.sort()
+        parts.sort()
+        return exact, parts
 
 
 class AhoCorasickPrefilter:
@@ -93,10 +121,17 @@ class AhoCorasickPrefilter:
 
         self._automaton: Any = ahocorasick_rs.BytesAhoCorasick(list(literals))
 
-    def scan(self, block: bytes) -> list[int]:
+    def literals_in(self, line: bytes) -> set[int]:
+        return {
+            index
+            for index, _s, _e in self._automaton.find_matches_as_indexes(line, overlapping=True)
+        }
+
+    def scan(self, block: bytes) -> tuple[list[int], list[int]]:
         # Non-overlapping is enough: a literal never spans lines, so every line holding one
         # gets at least one occurrence reported.
-        return [end for _index, _start, end in self._automaton.find_matches_as_indexes(block)]
+        found = self._automaton.find_matches_as_indexes(block)
+        return [end for _index, _start, end in found], []
 
 
 class RegexPrefilter:
@@ -104,11 +139,15 @@ class RegexPrefilter:
     handles_ansi = False
 
     def __init__(self, literals: Sequence[bytes]) -> None:
+        self._literals = list(literals)
         ordered = sorted(set(literals), key=len, reverse=True)
         self._any = regex.compile(b"|".join(regex.escape(lit) for lit in ordered))
 
-    def scan(self, block: bytes) -> list[int]:
-        return [found.end() for found in self._any.finditer(block)]
+    def scan(self, block: bytes) -> tuple[list[int], list[int]]:
+        return [found.end() for found in self._any.finditer(block)], []
+
+    def literals_in(self, line: bytes) -> set[int]:
+        return {index for index, literal in enumerate(self._literals) if literal in line}
 
 
 _ENGINES: dict[str, Callable[[Sequence[bytes]], Prefilter]] = {

@@ -17,9 +17,15 @@ from datetime import datetime
 BOM = "\ufeff"
 _TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ")
 _TIMESTAMP_LENGTH_MIN = 21
-# CSI (colours, cursor), OSC (titles, links; ended by BEL or ST) and two-byte escapes. None of
+# CSI (colours, cursor), OSC (titles, links; ended by BEL or ST), character-set selection
+# (terminfo's reset prints ESC ( B) and two-byte escapes. None of
 # them spans a newline, so stripping never changes line numbers.
-_ANSI = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
+_ANSI = re.compile(
+    rb"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI
+    rb"|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)?"  # OSC
+    rb"|\x1b[()][0-9A-Za-z]"  # character set
+    rb"|\x1b[@-Z\\-_]"  # two bytes
+)
 _MARKER = re.compile(r"##\[(group|endgroup|error|warning|notice|debug|command|section)\]")
 
 

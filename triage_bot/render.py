@@ -85,6 +85,8 @@ _DETAILS = (
 
 
 def _signature_texts(signature: Signature, captures: dict[str, str]) -> tuple[str, str]:
+    # A group that did not take part in the match is empty in templates, as lint renders it.
+    captures = {name: "" for name in signature.pattern.groupindex} | captures
     try:
         return (
             render_signature_text(signature.summary, captures),
