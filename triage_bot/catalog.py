@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import pickle
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -12,7 +15,7 @@ from typing import Any
 import regex
 import yaml
 
-from triage_bot import resources
+from triage_bot import __version__, resources
 
 # The cheap YAML loader where libyaml is there; the pure-Python one elsewhere.
 _YamlLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -55,6 +58,8 @@ class Signature:
     pattern: regex.Pattern[str]
     # At least one of these occurs in every match, when no single literal does.
     any_keywords: tuple[str, ...]
+    # A regex every match contains, the trigger where the engine takes regexes (Hyperscan).
+    prefilter: str | None
     before: int
     after: int
     group_by: tuple[str, ...]
@@ -122,9 +127,65 @@ def load_catalog(
     """Load every signature under `paths` (default: the built-in catalog).
 
     A broken file is reported in `Catalog.problems` and left out; it never stops the others.
-    With `base`, the new signatures are added to it (duplicate ids are refused).
+    With `base`, the new signatures are added to it (duplicate ids are refused). The result
+    is cached on disk by the files' names, sizes and times: parsing and validating the YAML
+    costs more than a small triage.
     """
     files = signature_files(list(paths) if paths is not None else [resources.patterns_dir()])
+    key = _cache_key(files, origin, base)
+    cached = _cache_read(key)
+    if cached is not None:
+        return cached
+    catalog = _load_files(files, origin, base)
+    _cache_write(key, catalog)
+    return catalog
+
+
+def _cache_dir() -> Path:
+    configured = os.environ.get("TRIAGE_CACHE_DIR")
+    if configured:
+        return Path(configured)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "triage-bot"
+
+
+def _cache_key(files: list[Path], origin: str, base: Catalog | None) -> str:
+    """ "" (no caching) when added to a base catalog, which lives in this process only."""
+    if base is not None:
+        return ""
+    stamp = [__version__, origin, str(resources.schema_path().stat().st_mtime_ns)]
+    for path in files:
+        try:
+            info = path.stat()
+        except OSError:
+            return ""  # a file that vanished: load without the cache, and report it
+        stamp.append(f"{path.resolve()}:{info.st_size}:{info.st_mtime_ns}")
+    return hashlib.sha256("\n".join(stamp).encode()).hexdigest()[:32]
+
+
+def _cache_read(key: str) -> Catalog | None:
+    if not key:
+        return None
+    try:
+        loaded = pickle.loads((_cache_dir() / f"catalog-{key}.pickle").read_bytes())
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+        return None
+    return loaded if isinstance(loaded, Catalog) else None
+
+
+def _cache_write(key: str, catalog: Catalog) -> None:
+    if not key:
+        return
+    target = _cache_dir() / f"catalog-{key}.pickle"
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_bytes(pickle.dumps(catalog))
+        partial.replace(target)
+    except OSError:
+        pass  # a read-only home: load every time, still correct
+
+
+def _load_files(files: list[Path], origin: str, base: Catalog | None) -> Catalog:
     signatures = list(base.signatures) if base else []
     problems = list(base.problems) if base else []
     seen = {s.id: s.path for s in signatures}
@@ -228,6 +289,7 @@ def _build(
         keywords=tuple(data["keywords"]),
         pattern=pattern,
         any_keywords=tuple(data.get("any_keywords", [])),
+        prefilter=data.get("prefilter"),
         before=context.get("before", DEFAULT_BEFORE),
         after=context.get("after", DEFAULT_AFTER),
         group_by=tuple(data.get("group_by", [])),

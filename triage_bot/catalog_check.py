@@ -8,6 +8,7 @@ window beside every signature. test: the inline examples and the `.log` windows 
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -101,6 +102,7 @@ def lint_signature(signature: Signature) -> list[Problem]:
                         "use only the pattern's named groups",
                     )
                 )
+    problems.extend(_prefilter_problems(signature))
     problems.extend(_backtracking(signature))
     window = path.with_suffix(".log")
     if not window.is_file():
@@ -110,6 +112,45 @@ def lint_signature(signature: Signature) -> list[Problem]:
                 None,
                 f"no log window {window.name} beside the signature",
                 "add a real window of a job log with '#! match:' lines",
+            )
+        )
+    return problems
+
+
+def _prefilter_problems(signature: Signature) -> list[Problem]:
+    if signature.prefilter is None:
+        return []
+    path = signature.path
+    line = line_of_key(path, ["prefilter"])
+    try:
+        # Python's `re` runs it where Hyperscan is missing, so both must take it.
+        compiled = re.compile(signature.prefilter)
+    except re.error as exc:
+        return [Problem(path, line, f"prefilter does not compile: {exc}")]
+    problems = [
+        Problem(
+            path,
+            line,
+            f"prefilter does not match example {example.line!r}",
+            "the prefilter must find every line the pattern matches",
+        )
+        for example in signature.match_examples
+        if not compiled.search(example.line)
+    ]
+    try:
+        import hyperscan
+    except ImportError:
+        return problems  # checked where Hyperscan is installed
+    try:
+        database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        database.compile(expressions=[signature.prefilter.encode()], ids=[0], elements=1, flags=0)
+    except hyperscan.error as exc:
+        problems.append(
+            Problem(
+                path,
+                line,
+                f"Hyperscan cannot compile the prefilter: {exc}",
+                "use the syntax both share: no lookaround, no backreference",
             )
         )
     return problems

@@ -13,11 +13,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+import numpy
 import regex
 
 from triage_bot import logs
 from triage_bot.catalog import Catalog, Signature
-from triage_bot.engine import Prefilter, build_prefilter
+from triage_bot.engine import (
+    Prefilter,
+    Trigger,
+    build_prefilter,
+    choose_engine,
+)
 
 MAX_DISTINCT_MATCHES = 100
 MAX_VARIANTS = 50
@@ -99,26 +105,25 @@ class CompiledCatalog:
 
     def __init__(self, catalog: Catalog, engine: str | None = None) -> None:
         self.catalog = catalog
-        literals: list[bytes] = []
-        index_of: dict[bytes, int] = {}
+        engine_name = choose_engine(engine)
+        triggers: list[Trigger] = []
+        index_of: dict[Trigger, int] = {}
 
-        def literal_index(literal: bytes) -> int:
-            if literal not in index_of:
-                index_of[literal] = len(literals)
-                literals.append(literal)
-            return index_of[literal]
+        def trigger_index(trigger: Trigger) -> int:
+            if trigger not in index_of:
+                index_of[trigger] = len(triggers)
+                triggers.append(trigger)
+            return index_of[trigger]
 
         ranked = sorted(catalog.signatures, key=lambda s: -s.priority)
         self.rank = {s.id: position for position, s in enumerate(ranked)}
         self.by_literal: dict[int, list[Signature]] = {}
         for signature in ranked:
-            for trigger in signature.triggers:
-                index = literal_index(trigger.encode())
-                self.by_literal.setdefault(index, []).append(signature)
-        self.error_marker = literal_index(_ERROR_MARKER)
-        self.group_marker = literal_index(_GROUP_MARKER)
-        self.literals = literals
-        self.prefilter: Prefilter = build_prefilter(literals, engine)
+            for trigger in _triggers(signature):
+                self.by_literal.setdefault(trigger_index(trigger), []).append(signature)
+        self.error_marker = trigger_index(Trigger(_ERROR_MARKER))
+        self.group_marker = trigger_index(Trigger(_GROUP_MARKER))
+        self.prefilter: Prefilter = build_prefilter(triggers, engine_name)
         self._keyword_bytes = {
             s.id: (tuple(k.encode() for k in s.keywords), tuple(k.encode() for k in s.any_keywords))
             for s in catalog.signatures
@@ -129,6 +134,12 @@ class CompiledCatalog:
         if not all(keyword in line for keyword in every):
             return False
         return not any_of or any(keyword in line for keyword in any_of)
+
+
+def _triggers(signature: Signature) -> list[Trigger]:
+    if signature.prefilter:
+        return [Trigger(signature.prefilter.encode(), is_regex=True)]
+    return [Trigger(t.encode()) for t in signature.triggers]
 
 
 def classify(
@@ -240,38 +251,33 @@ class JobClassifier:
             block = block[end:]
             if not block:
                 return
-        if not self._catalog.prefilter.handles_ansi:
-            block = logs.strip_ansi(block)
         if self._pending_after:
             self._fill_pending_after(block)
-        exact, parts = self._catalog.prefilter.scan(block)
-        if parts:
-            exact = sorted(exact + _in_coloured_lines(block, parts))
-        if not exact:
-            self._lines_done += _count_newlines(block, 0, len(block))
-        else:
-            self._examine_hits(block, exact)
+        newlines = _Newlines(block)
+        lines = newlines.lines_of(self._catalog.prefilter.scan(block))
+        if b"\x1b" in block:
+            lines = lines | self._coloured_lines_with_triggers(block, newlines)
+        for index in sorted(lines):
+            start, end = newlines.bounds(index)
+            self._examine_line(block, start, end, self._lines_done + index + 1)
+        self._lines_done += newlines.count
         self._remember(block)
+
+    def _coloured_lines_with_triggers(self, block: bytes, newlines: _Newlines) -> set[int]:
+        """The lines that hold an escape byte and, once stripped of colour codes, a trigger:
+        codes inside a keyword hide it from the raw scan. Only these lines are stripped, so
+        a log with few colours costs little more than one without."""
+        coloured = newlines.lines_with(block, 0x1B)
+        spans = [newlines.bounds(index) for index in coloured]
+        stripped = logs.strip_ansi(b"\n".join(block[start:end] for start, end in spans))
+        found = _Newlines(stripped + b"\n").lines_of(self._catalog.prefilter.scan(stripped))
+        return {coloured[index] for index in found}
 
     def _remember(self, block: bytes) -> None:
         if len(block) >= _RECENT_BYTES:
             self._recent = block[-_RECENT_BYTES:]
         else:
             self._recent = (self._recent + block)[-_RECENT_BYTES:]
-
-    def _examine_hits(self, block: bytes, hits: list[int]) -> None:
-        line_number = self._lines_done
-        counted_to = 0
-        line_end = -1
-        for end in hits:
-            if end <= line_end:
-                continue  # another occurrence in the line just examined
-            line_start = block.rfind(b"\n", 0, end) + 1
-            line_end = block.find(b"\n", end)
-            line_number += _count_newlines(block, counted_to, line_start)
-            counted_to = line_start
-            self._examine_line(block, line_start, line_end, line_number + 1)
-        self._lines_done = line_number + _count_newlines(block, counted_to, len(block))
 
     def _examine_line(self, block: bytes, start: int, end: int, number: int) -> None:
         catalog = self._catalog
@@ -392,15 +398,17 @@ class JobClassifier:
         return [FallbackLine(number, text) for _score, number, text in sorted(best, key=_by_line)]
 
 
-def _in_coloured_lines(block: bytes, ends: list[int]) -> list[int]:
-    """The colour-tolerant hits that stand in a line with an escape byte in it."""
-    kept = []
-    for end in ends:
-        start = block.rfind(b"\n", 0, end) + 1
-        stop = block.find(b"\n", end)
-        if block.find(b"\x1b", start, stop) >= 0:
-            kept.append(end)
-    return kept
+def _coloured_spans(block: bytes) -> list[tuple[int, int]]:
+    """(start, end) of each line of the block with an escape byte in it."""
+    spans = []
+    escape = block.find(b"\x1b")
+    while escape >= 0:
+        start = block.rfind(b"\n", 0, escape) + 1
+        end = block.find(b"\n", escape)
+        end = len(block) if end < 0 else end
+        spans.append((start, end))
+        escape = block.find(b"\x1b", end)
+    return spans
 
 
 def _add_variants(match: Match, captures: dict[str, str]) -> None:
@@ -446,31 +454,32 @@ def _clip(text: str) -> str:
     return text[:MAX_EVIDENCE_CHARS] + " …"
 
 
-_NUMPY_THRESHOLD = 32 * 1024
 # Enough for 40 lines of context or 200 fallback lines of ordinary length.
 _RECENT_BYTES = 64 * 1024
+_NEWLINE = 10
 
 
-def _count_newlines(block: bytes, start: int, end: int) -> int:
-    # bytes.count does about 2 GB/s on one byte; numpy's vectorised compare is about 4x that,
-    # and pays for its import only on logs large enough to need it.
-    if end - start < _NUMPY_THRESHOLD:
-        return block.count(b"\n", start, end)
-    return _numpy_count(block, start, end)
+class _Newlines:
+    """Where a block's newlines are, found in one vectorised pass: the line of any offset and
+    the bounds of any line, without a Python loop over the lines."""
 
+    def __init__(self, block: bytes) -> None:
+        self._bytes = numpy.frombuffer(block, dtype=numpy.uint8)
+        self._positions = numpy.flatnonzero(self._bytes == _NEWLINE)
+        self.count = len(self._positions)
 
-_scratch: list[object] = []
+    def lines_of(self, offsets: list[int]) -> set[int]:
+        """0-based lines holding these offsets (an offset at a newline: the line it ends)."""
+        if not offsets:
+            return set()
+        return set(numpy.searchsorted(self._positions, offsets).tolist())
 
+    def lines_with(self, block: bytes, byte: int) -> list[int]:
+        """0-based lines that hold the byte, in order."""
+        found = numpy.flatnonzero(self._bytes == byte)
+        return sorted(set(numpy.searchsorted(self._positions, found).tolist()))
 
-def _numpy_count(block: bytes, start: int, end: int) -> int:
-    try:
-        import numpy
-    except ImportError:
-        return block.count(b"\n", start, end)
-    # A reused output buffer: allocating a fresh one per call costs more than the compare.
-    if not _scratch or len(_scratch[0]) < end - start:  # type: ignore[arg-type]
-        _scratch[:] = [numpy.empty(max(end - start, 1 << 21), dtype=numpy.bool_)]
-    out = _scratch[0][: end - start]  # type: ignore[index]
-    window = numpy.frombuffer(block, dtype=numpy.uint8, count=end - start, offset=start)
-    numpy.equal(window, 10, out=out)
-    return int(numpy.count_nonzero(out))
+    def bounds(self, index: int) -> tuple[int, int]:
+        start = int(self._positions[index - 1]) + 1 if index > 0 else 0
+        end = int(self._positions[index]) if index < self.count else len(self._bytes)
+        return start, end
