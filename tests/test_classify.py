@@ -129,3 +129,22 @@ def test_distinct_matches_are_bounded() -> None:
     log = "".join(f"ModuleNotFoundError: No module named 'm{i}'\n" for i in range(500))
     result = run_log(log)
     assert len(result.matches) == classify_module.MAX_DISTINCT_MATCHES
+
+
+def test_one_compiled_catalog_serves_many_threads() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from helpers import compiled
+
+    from triage_bot.classify import classify
+
+    shared = compiled()
+    log = traceback_log().encode() * 2000
+
+    def run(_: int) -> str | None:
+        result = classify([log[i : i + 4096] for i in range(0, len(log), 4096)], shared, "j")
+        return result.root_cause.signature.id if result.root_cause else None
+
+    with ThreadPoolExecutor(4) as pool:
+        verdicts = list(pool.map(run, range(8)))
+    assert verdicts == ["python-module-not-found"] * 8

@@ -267,9 +267,10 @@ class JobClassifier:
         """The lines that hold an escape byte and, once stripped of colour codes, a trigger:
         codes inside a keyword hide it from the raw scan. Only these lines are stripped, so
         a log with few colours costs little more than one without."""
-        coloured = newlines.lines_with(block, 0x1B)
-        spans = [newlines.bounds(index) for index in coloured]
-        stripped = logs.strip_ansi(b"\n".join(block[start:end] for start, end in spans))
+        coloured, starts, ends = newlines.lines_with(0x1B)
+        stripped = logs.strip_ansi(
+            b"\n".join([block[a:b] for a, b in zip(starts, ends, strict=True)])
+        )
         found = _Newlines(stripped + b"\n").lines_of(self._catalog.prefilter.scan(stripped))
         return {coloured[index] for index in found}
 
@@ -474,10 +475,14 @@ class _Newlines:
             return set()
         return set(numpy.searchsorted(self._positions, offsets).tolist())
 
-    def lines_with(self, block: bytes, byte: int) -> list[int]:
-        """0-based lines that hold the byte, in order."""
-        found = numpy.flatnonzero(self._bytes == byte)
-        return sorted(set(numpy.searchsorted(self._positions, found).tolist()))
+    def lines_with(self, byte: int) -> tuple[list[int], list[int], list[int]]:
+        """The 0-based lines that hold the byte, in order, with their starts and ends."""
+        lines = numpy.unique(
+            numpy.searchsorted(self._positions, numpy.flatnonzero(self._bytes == byte))
+        )
+        bounded = numpy.append(self._positions, len(self._bytes))
+        starts = numpy.where(lines > 0, bounded[lines - 1] + 1, 0)
+        return lines.tolist(), starts.tolist(), bounded[lines].tolist()
 
     def bounds(self, index: int) -> tuple[int, int]:
         start = int(self._positions[index - 1]) + 1 if index > 0 else 0

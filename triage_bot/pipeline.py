@@ -1,0 +1,369 @@
+"""The triage pipeline: a run's failed jobs -> one report -> the sticky comment.
+
+`triage_run` is the one pipeline (DESIGN.md: webhook, CLI and `/triage` share it): the run,
+its failed jobs, each log streamed straight into a classifier (no log is ever held whole), the
+lines linked to GitHub's log viewer, the report and its comment. It posts nothing.
+
+`handle_job` is the queue's handler (triage_bot.queue): for a "triage" job it runs the
+pipeline and, under the store's comment lock, makes the pull request's one comment say the
+result; for an "outdated" job it flags the comment of an old head commit. Every step is
+idempotent (the comment is found by its marker and edited only when its body changes), which
+is what lets the queue simply run a job again after a worker died half-way through it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import threading
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from triage_bot import logs
+from triage_bot.catalog import load_catalog
+from triage_bot.classify import CompiledCatalog, JobClassifier, JobResult
+from triage_bot.config import DEFAULT_MAX_LOG_BYTES, Settings, load_settings
+from triage_bot.github import (
+    ClientOptions,
+    GitHubClient,
+    GitHubStatusError,
+    LogOutcome,
+    RateLimited,
+    WorkflowRun,
+    client_for_installation,
+    client_for_repo,
+    shared_app_auth,
+)
+from triage_bot.github import Job as GitHubJob
+from triage_bot.queue import JobContext, PermanentJobError, RetryLater
+from triage_bot.render import COMMENT_MARKER, render_comment
+from triage_bot.report import Job, Report, build_report, report_json
+from triage_bot.store import JobFailure, Store
+
+log = logging.getLogger(__name__)
+
+# Logs downloaded at once per triage: enough to overlap one log's download with another's
+# classification, few enough not to look like a burst to GitHub's secondary rate limits.
+LOG_CONCURRENCY = 4
+OUTDATED_NOTE = "> **Outdated**: new commits were pushed"
+_MATRIX_SUFFIX = re.compile(r"\s+\([^()]*\)$")
+_CAPTURES_KEY_CHARS = 400
+
+
+@cache
+def builtin_catalog() -> CompiledCatalog:
+    """The built-in catalog, compiled once per process."""
+    return CompiledCatalog(load_catalog())
+
+
+_pool_lock = threading.Lock()
+_pools: list[ThreadPoolExecutor] = []
+
+
+def _log_pool() -> ThreadPoolExecutor:
+    """The process's threads for downloading and classifying logs (shared by all triages)."""
+    with _pool_lock:
+        if not _pools:
+            _pools.append(ThreadPoolExecutor(LOG_CONCURRENCY, thread_name_prefix="triage-log"))
+        return _pools[0]
+
+
+# ---- the pipeline -------------------------------------------------------------------------
+
+
+def triage_run(
+    client: GitHubClient,
+    repo: str,
+    run_id: int,
+    attempt: int | None,
+    catalog: CompiledCatalog,
+    *,
+    max_log_bytes: int = DEFAULT_MAX_LOG_BYTES,
+    run: WorkflowRun | None = None,
+) -> tuple[Report, str]:
+    """Triage one attempt of a run (None: the latest); the report and the comment's body."""
+    run = run or client.get_run(repo, run_id)
+    listed = client.list_jobs(repo, run_id, attempt)
+    futures = [
+        _log_pool().submit(_triage_job, client, repo, job, catalog, max_log_bytes)
+        for job in listed.failed
+    ]
+    jobs = [future.result() for future in futures]
+    report = build_report(
+        jobs,
+        title=run.name,
+        url=run.html_url,
+        head_sha=run.head_sha,
+        footer_notes=_run_notes(run, listed.cancelled),
+    )
+    return report, render_comment(report)
+
+
+def _triage_job(
+    client: GitHubClient, repo: str, job: GitHubJob, catalog: CompiledCatalog, max_bytes: int
+) -> Job:
+    # The byte cap is the download's, so reading stops at the cap instead of after it.
+    classifier = JobClassifier(catalog, job.name)
+    outcome = client.stream_job_log(repo, job.id, classifier.feed, max_bytes)
+    result = classifier.finish()
+    steps = job.steps or client.get_job(repo, job.id).steps
+    return Job(
+        result,
+        url=job.html_url or None,
+        line_urls=_line_urls(job.html_url, result, steps),
+        note=_log_note(outcome),
+    )
+
+
+def _line_urls(job_url: str, result: JobResult, steps: Iterable[Any]) -> dict[int, str]:
+    """GitHub's `#step:S:L` link for every line the comment shows."""
+    if not job_url:
+        return {}
+    timed = [logs.Step(s.number, s.started_at, s.completed_at) for s in steps]
+    wanted = {m.line for m in result.matches} | {f.line for f in result.fallback_lines}
+    urls = {}
+    for line in sorted(wanted):
+        place = logs.locate_step(line, result.groups, timed)
+        if place is not None:
+            urls[line] = f"{job_url}#step:{place[0]}:{place[1]}"
+    return urls
+
+
+def _log_note(outcome: LogOutcome) -> str | None:
+    if outcome.status == "ok":
+        if outcome.capped:
+            return f"only the first {outcome.bytes_read:,} bytes of the log were read"
+        return None
+    if outcome.status == "expired":
+        return f"the log has expired, nothing could be read ({outcome.reason})"
+    if outcome.status == "missing":
+        return "GitHub has no log for this job"
+    if outcome.partial:
+        return f"the log download broke off after {outcome.bytes_read:,} bytes ({outcome.reason})"
+    return f"the log could not be downloaded ({outcome.reason})"
+
+
+def _run_notes(run: WorkflowRun, cancelled: Sequence[GitHubJob]) -> list[str]:
+    notes = []
+    if run.status != "completed":
+        notes.append("the run is still going: this comment is updated as more jobs fail")
+    if cancelled:
+        names = ", ".join(job.name for job in cancelled[:5])
+        more = f" and {len(cancelled) - 5} more" if len(cancelled) > 5 else ""
+        notes.append(f"{len(cancelled)} cancelled job(s) not triaged: {names}{more}")
+    return notes
+
+
+# ---- the queue's handler --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    """A pull request to comment on, or why not."""
+
+    number: int
+    head_sha: str
+    skip: str | None = None  # "stale", "closed": reason not to post
+
+
+def handle_job(
+    payload: dict[str, Any], context: JobContext, *, options: ClientOptions | None = None
+) -> dict[str, Any] | None:
+    """The queue's handler; see the module docstring. `options`: the GitHub client's (tests
+    bind faster retries with functools.partial)."""
+    settings = context.settings or load_settings(os.environ)
+    store, dry_run = context.store, context.dry_run
+    try:
+        if payload.get("kind") == "triage":
+            return triage_job(payload, settings, store, dry_run=dry_run, options=options)
+        if payload.get("kind") == "outdated":
+            return outdated_job(payload, settings, store, dry_run=dry_run, options=options)
+    except RateLimited as limited:
+        # Spend the wait in the queue's schedule, not in a worker thread.
+        raise RetryLater(limited.retry_in, "GitHub rate limit") from limited
+    except GitHubStatusError as error:
+        if error.status in (401, 403, 404, 410, 422):  # gone, not installed, or refused
+            raise PermanentJobError(str(error)) from error
+        raise
+    raise PermanentJobError(f"unknown job kind {payload.get('kind')!r}")
+
+
+def client_for(
+    settings: Settings, payload: dict[str, Any], options: ClientOptions | None = None
+) -> GitHubClient:
+    """The installation the webhook named, else whatever reaches the repo (App or token)."""
+    installation = payload.get("installation_id")
+    if isinstance(installation, int) and settings.app_id is not None and settings.private_key:
+        app = shared_app_auth(
+            settings.app_id, settings.private_key, settings.github_api_url, options
+        )
+        return client_for_installation(app, installation)
+    return client_for_repo(settings, str(payload["repo"]), options=options)
+
+
+def triage_job(
+    payload: dict[str, Any],
+    settings: Settings,
+    store: Store,
+    *,
+    dry_run: bool = False,
+    options: ClientOptions | None = None,
+) -> dict[str, Any]:
+    """A "triage" job: triage the run, post or edit the comment, record the failures."""
+    repo, run_id, attempt = str(payload["repo"]), int(payload["run_id"]), payload["run_attempt"]
+    with client_for(settings, payload, options) as client:
+        run = client.get_run(repo, run_id)
+        targets = _targets(client, repo, run, payload)
+        summary: dict[str, Any] = {"run": _run_json(run, attempt), "dry_run": dry_run}
+        if targets and all(t.skip for t in targets):
+            log.info("run %s of %s: not triaged: %s", run_id, repo, _skips(targets))
+            return {**summary, "skipped": _skips(targets), "comments": []}
+        report, body = triage_run(
+            client,
+            repo,
+            run_id,
+            int(attempt),
+            builtin_catalog(),
+            max_log_bytes=settings.max_log_bytes,
+            run=run,
+        )
+        _record_failures(store, repo, run, report)
+        comments = [_post(client, store, repo, run, t, body, dry_run) for t in targets]
+    return {**report_json(report), **summary, "comments": comments}
+
+
+def _targets(
+    client: GitHubClient, repo: str, run: WorkflowRun, payload: dict[str, Any]
+) -> list[Target]:
+    numbers = [n for n in payload.get("pull_requests") or [] if isinstance(n, int)]
+    if not numbers and payload.get("find_pr"):
+        numbers = [ref.number for ref in client.pulls_for_run(repo, run)]
+    return [_target(client, repo, run, number) for number in numbers]
+
+
+def _target(client: GitHubClient, repo: str, run: WorkflowRun, number: int) -> Target:
+    pull = client.get_pull(repo, number)
+    if pull.state != "open":
+        return Target(number, pull.head_sha, "closed")
+    if pull.head_sha != run.head_sha:
+        # The pull request has moved on: this run's comment would describe old code, and the
+        # run of the new head will (or did) write the comment.
+        return Target(number, pull.head_sha, "stale")
+    return Target(number, pull.head_sha)
+
+
+def _skips(targets: Sequence[Target]) -> str:
+    return "; ".join(f"#{t.number}: {t.skip}" for t in targets if t.skip)
+
+
+def _post(
+    client: GitHubClient,
+    store: Store,
+    repo: str,
+    run: WorkflowRun,
+    target: Target,
+    body: str,
+    dry_run: bool,
+) -> dict[str, Any]:
+    if target.skip:
+        return {"pr": target.number, "action": target.skip}
+    if dry_run:
+        log.info("dry run: the comment for %s#%d would be:\n%s", repo, target.number, body)
+        return {"pr": target.number, "action": "dry_run"}
+    with store.comment_lock(repo, target.number):
+        # Looked at again under the lock: a push may have landed while the logs downloaded.
+        fresh = _target(client, repo, run, target.number)
+        if fresh.skip:
+            return {"pr": target.number, "action": fresh.skip}
+        result = client.upsert_comment(repo, target.number, body)
+        store.record_comment(repo, target.number, result.id, _hash(body), run.head_sha)
+    log.info("%s#%d: comment %d %s", repo, target.number, result.id, result.action)
+    return {"pr": target.number, "action": result.action, "id": result.id}
+
+
+def _record_failures(store: Store, repo: str, run: WorkflowRun, report: Report) -> None:
+    """Keep each job's root cause by commit, for the later base-branch comparison."""
+    seen = {
+        (f.run_id, f.job_name, f.signature, f.captures_key)
+        for f in store.job_failures(repo, run.head_sha)
+    }
+    failures = []
+    for job in report.jobs:
+        root = job.result.root_cause
+        if root is None:
+            continue
+        key = json.dumps(list(root.key[1]), ensure_ascii=False)[:_CAPTURES_KEY_CHARS]
+        failure = JobFailure(
+            repo,
+            run.name or None,
+            base_job_name(job.name),
+            root.signature.id,
+            key,
+            run.head_sha,
+            run.id,
+        )
+        # A job run again (its worker died) must not count its failures twice.
+        if (failure.run_id, failure.job_name, failure.signature, key) not in seen:
+            seen.add((failure.run_id, failure.job_name, failure.signature, key))
+            failures.append(failure)
+    store.record_job_failures(failures)
+
+
+def base_job_name(name: str) -> str:
+    """The job's name without its matrix values: "test (3.11, ubuntu)" -> "test"."""
+    return _MATRIX_SUFFIX.sub("", name) or name
+
+
+def _run_json(run: WorkflowRun, attempt: object) -> dict[str, Any]:
+    return {
+        "id": run.id,
+        "attempt": attempt,
+        "workflow": run.name,
+        "head_sha": run.head_sha,
+        "url": run.html_url,
+    }
+
+
+def _hash(body: str) -> str:
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+# ---- outdated comments ----------------------------------------------------------------------
+
+
+def outdated_job(
+    payload: dict[str, Any],
+    settings: Settings,
+    store: Store,
+    *,
+    dry_run: bool = False,
+    options: ClientOptions | None = None,
+) -> dict[str, Any]:
+    """A "outdated" job: the pull request got new commits; flag the old head's comment."""
+    repo, number = str(payload["repo"]), int(payload["pr_number"])
+    before, after = str(payload["before"]), str(payload["after"])
+    if not store.mark_comment_outdated(repo, number, before):
+        return {"pr": number, "action": "none", "reason": "no comment for the old head"}
+    if dry_run:
+        return {"pr": number, "action": "dry_run"}
+    with client_for(settings, payload, options) as client, store.comment_lock(repo, number):
+        comment = client.find_sticky_comment(repo, number)
+        if comment is None or OUTDATED_NOTE in comment.body:
+            return {"pr": number, "action": "unchanged"}
+        client.edit_comment(repo, comment.id, with_outdated_note(comment.body, after))
+    return {"pr": number, "action": "updated", "id": comment.id}
+
+
+def with_outdated_note(body: str, after: str) -> str:
+    """The body with a note under its marker (the marker must stay first: it finds the comment)."""
+    note = f"{OUTDATED_NOTE} (now at `{after[:10]}`); this triage is of an earlier commit.\n\n"
+    head, marker, rest = body.partition(COMMENT_MARKER)
+    if not marker:
+        return note + body
+    return f"{head}{marker}\n{note}{rest.lstrip(chr(10))}"
