@@ -12,11 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from triage_bot import __version__, catalog_check, sources
+from triage_bot import __version__, sources
 from triage_bot.catalog import Catalog, load_catalog
 from triage_bot.classify import CompiledCatalog, classify
 from triage_bot.config import Role, Settings, SettingsError, load_settings
-from triage_bot.render import render_comment, render_text
 from triage_bot.report import Job, Report, build_report, report_json
 
 if TYPE_CHECKING:
@@ -273,8 +272,12 @@ def _print_report(report: Report, chosen: str | None) -> None:
     if output_format == "json":
         print(json.dumps(report_json(report), indent=2, ensure_ascii=False))
     elif output_format == "markdown":
+        from triage_bot.render import render_comment  # jinja2: not needed for JSON
+
         sys.stdout.write(render_comment(report))
     else:
+        from triage_bot.render import render_text
+
         sys.stdout.write(render_text(report))
 
 
@@ -310,6 +313,8 @@ def _post(client: GitHubClient, run: RunUrl, body: str) -> None:
 
 def _catalog_lint(paths: list[Path]) -> int:
     _require_existing(paths)
+    from triage_bot import catalog_check
+
     signatures, problems = catalog_check.lint(paths)
     for problem in problems:
         print(problem)
@@ -319,6 +324,8 @@ def _catalog_lint(paths: list[Path]) -> int:
 
 def _catalog_test(paths: list[Path]) -> int:
     _require_existing(paths)
+    from triage_bot import catalog_check
+
     checks, failures, problems = catalog_check.test(paths)
     for problem in problems:
         print(problem)
