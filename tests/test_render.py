@@ -95,3 +95,11 @@ def test_text_view_lists_failures_and_fallback() -> None:
     text = render_text(build_report([Job(known), Job(unknown)]))
     assert "Python module not found" in text
     assert "gizmo" in text and "error: the gizmo exploded" in text
+
+
+def test_a_job_with_only_a_catch_all_is_still_listed() -> None:
+    result = run_log("hello\n##[error]Process completed with exit code 1.\n")
+    result.name = "quiet-job"
+    body = render_comment(build_report([result]))
+    assert "quiet-job" in body
+    assert "No error lines found" in body

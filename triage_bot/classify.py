@@ -216,8 +216,10 @@ class JobClassifier:
         if self._carry:
             self._process(bytes(self._carry) + b"\n")
             self._carry = bytearray()
+        # Best priority first; between equals, the earliest line.
         matches = sorted(
-            self._matches.values(), key=lambda m: (self._catalog.rank[m.signature.id], m.line)
+            self._matches.values(),
+            key=lambda m: (-m.signature.priority, m.line, self._catalog.rank[m.signature.id]),
         )
         root = matches[0] if matches else None
         fallback = self._fallback() if root is None or root.signature.generic else []

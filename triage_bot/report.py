@@ -60,7 +60,11 @@ class Report:
     @property
     def unmatched(self) -> list[Job]:
         """Jobs with no root cause, or only a catch-all one: shown with best-guess lines."""
-        return [j for j in self.jobs if j.result.root_cause is None or j.result.fallback_lines]
+        return [
+            j
+            for j in self.jobs
+            if j.result.root_cause is None or j.result.root_cause.signature.generic
+        ]
 
 
 def build_report(jobs: Sequence[Job | JobResult], **details: Any) -> Report:
