@@ -24,7 +24,7 @@ from triage_bot.render import render_signature_text
 # Long enough to make an exponential pattern blow up, short enough that a sane one takes
 # microseconds; the timeout is far above what a sane pattern needs even on a loaded machine.
 _PUMP = 4000
-BACKTRACK_TIMEOUT_S = 0.25
+BACKTRACK_TIMEOUT_S = 0.5
 _PUMP_CHARS = "a A0 .-_/:'\"\t\\(["
 
 
