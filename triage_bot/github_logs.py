@@ -44,9 +44,6 @@ BLOB_ENDPOINT = "GET log-blob"  # the metrics label of downloads from the blob h
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-")
 
 
-CHUNK_BYTES = 1 << 20
-
-
 @dataclass(frozen=True)
 class LogOutcome:
     status: LogStatus
@@ -173,8 +170,7 @@ def _pour(blobs: httpx.Client, url: str, feed: _Feed) -> None:
             response.read()
             raise _BlobRefused(response)
         skip = offset if response.status_code == 200 else _range_gap(response, offset)
-        # 1 MiB pieces: the classifier's cost per piece is fixed, the socket's are ~64 KiB.
-        for chunk in response.iter_bytes(chunk_size=CHUNK_BYTES):
+        for chunk in response.iter_bytes():
             if skip:
                 dropped = min(skip, len(chunk))
                 chunk, skip = chunk[dropped:], skip - dropped
