@@ -29,6 +29,8 @@ from triage_bot.engine import (
 MAX_DISTINCT_MATCHES = 100
 MAX_VARIANTS = 50
 MAX_LINE_BYTES = 64 * 1024
+# Pieces smaller than this are gathered before they are classified.
+MIN_BLOCK_BYTES = 512 * 1024
 MAX_EVIDENCE_CHARS = 400
 FALLBACK_LINES = 6
 
@@ -175,6 +177,8 @@ class JobClassifier:
         self._max_bytes = max_bytes
         self._keep_winners = keep_winners
         self._carry = bytearray()
+        # Whether the gathered bytes hold a complete line (else they are one long line).
+        self._carry_has_newline = False
         # The last bytes before the current block, for evidence that starts before it.
         self._recent = b""
         self._lines_done = 0  # complete lines before the current block
@@ -199,22 +203,29 @@ class JobClassifier:
         cut = chunk.rfind(b"\n") + 1
         if cut == 0:
             self._carry += chunk
-            if len(self._carry) > MAX_LINE_BYTES:
+            if not self._carry_has_newline and len(self._carry) > MAX_LINE_BYTES:
                 self._flush_long_line()
             return not self._truncated
-        # One copy: the carried partial line joined to this chunk's complete lines.
+        if len(self._carry) + cut < MIN_BLOCK_BYTES:
+            # Small pieces (a socket's) are gathered: the cost of a block is mostly fixed.
+            self._carry += chunk
+            self._carry_has_newline = True
+            return not self._truncated
+        # One copy: what was gathered joined to this chunk's complete lines.
         block = (
             b"".join((self._carry, memoryview(chunk)[:cut]))
             if self._carry or cut < len(chunk)
             else chunk
         )
         self._carry = bytearray(chunk[cut:])
+        self._carry_has_newline = False
         self._process(block)
         return not self._truncated
 
     def finish(self) -> JobResult:
         if self._carry:
-            self._process(bytes(self._carry) + b"\n")
+            rest = bytes(self._carry)
+            self._process(rest if rest.endswith(b"\n") else rest + b"\n")
             self._carry = bytearray()
         # Best priority first; between equals, the earliest line.
         matches = sorted(
