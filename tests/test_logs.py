@@ -70,3 +70,19 @@ def test_lines_map_to_steps_for_links() -> None:
     assert logs.locate_step(1, result.groups, steps) == (1, 1)
     assert logs.locate_step(3, result.groups, steps) == (1, 3)
     assert logs.locate_step(3, result.groups, []) is None
+
+
+def test_buildkit_prefix_goes_like_a_timestamp() -> None:
+    raw = b"2026-10-21T09:12:33.1234567Z #10 2.917 npm error code ERESOLVE"
+    assert logs.normalise(raw) == ("2026-10-21T09:12:33.1234567Z", "npm error code ERESOLVE")
+    assert logs.normalise(b"#10 [build 3/7] RUN npm ci")[1] == "#10 [build 3/7] RUN npm ci"
+
+
+def test_anchored_signature_matches_inside_docker_build() -> None:
+    from helpers import run_log
+
+    result = run_log(
+        "#10 2.917 npm error code ERESOLVE\n#10 2.918 npm error ERESOLVE could not resolve\n"
+    )
+    assert result.root_cause is not None
+    assert result.root_cause.signature.id == "node-npm-eresolve"

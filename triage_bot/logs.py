@@ -26,6 +26,7 @@ _ANSI = re.compile(
     rb"|\x1b[()][0-9A-Za-z]"  # character set
     rb"|\x1b[@-Z\\-_]"  # two bytes
 )
+_BUILDKIT = re.compile(r"#\d+ \d+\.\d+ ")
 _MARKER = re.compile(r"##\[(group|endgroup|error|warning|notice|debug|command|section)\]")
 
 
@@ -60,13 +61,20 @@ def split_timestamp(text: str) -> tuple[str | None, str]:
 
 
 def normalise(raw: bytes) -> tuple[str | None, str]:
-    """One raw line (no newline) -> (timestamp, text without colour codes)."""
+    """One raw line (no newline) -> (timestamp, text without colour codes).
+
+    BuildKit's `#12 3.456 ` step-and-seconds prefix goes too, like the timestamp, so that a
+    tool's output reads the same inside `docker build` as outside it.
+    """
     text = strip_ansi(raw).decode("utf-8", "replace")
     if text.endswith("\r"):
         text = text[:-1]
     if text.startswith(BOM):
         text = text[1:]
-    return split_timestamp(text)
+    timestamp, text = split_timestamp(text)
+    if text.startswith("#") and (found := _BUILDKIT.match(text)):
+        text = text[found.end() :]
+    return timestamp, text
 
 
 def marker_of(text: str) -> str | None:
