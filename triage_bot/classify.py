@@ -126,7 +126,8 @@ class CompiledCatalog:
                 self.by_literal.setdefault(trigger_index(trigger), []).append(signature)
         self.error_marker = trigger_index(Trigger(_ERROR_MARKER))
         self.group_marker = trigger_index(Trigger(_GROUP_MARKER))
-        self.prefilter: Prefilter = build_prefilter(triggers, engine_name)
+        stand_ins = [k.encode() for s in catalog.signatures if s.prefilter for k in s.keywords]
+        self.prefilter: Prefilter = build_prefilter(triggers, engine_name, stand_ins)
         self._keyword_bytes = {
             s.id: (tuple(k.encode() for k in s.keywords), tuple(k.encode() for k in s.any_keywords))
             for s in catalog.signatures
@@ -268,8 +269,6 @@ class JobClassifier:
         if self._pending_after:
             self._fill_pending_after(block)
         starts = {block.rfind(b"\n", 0, end) + 1 for end in self._catalog.prefilter.scan(block)}
-        if b"\x1b" in block:
-            starts |= self._coloured_lines_with_triggers(block)
         counter = _LineCounter(block)
         for start in sorted(starts):
             end = block.find(b"\n", start)
@@ -277,20 +276,6 @@ class JobClassifier:
             self._examine_line(block, start, len(block) if end < 0 else end, number)
         self._lines_done += counter.newlines_before(len(block))
         self._remember(block)
-
-    def _coloured_lines_with_triggers(self, block: bytes) -> set[int]:
-        """Starts of the lines that hold an escape byte and, once stripped of colour codes,
-        a trigger: codes inside a keyword hide it from the raw scan. Only these lines are
-        stripped, so a log with few colours costs little more than one without."""
-        spans = _coloured_spans(block)
-        stripped = logs.strip_ansi(b"\n".join([block[a:b] for a, b in spans]))
-        found: set[int] = set()
-        counted_to = index = 0
-        for end in self._catalog.prefilter.scan(stripped):
-            index += stripped.count(b"\n", counted_to, end)
-            counted_to = end
-            found.add(spans[index][0])
-        return found
 
     def _remember(self, block: bytes) -> None:
         if len(block) >= _RECENT_BYTES:
@@ -415,19 +400,6 @@ class JobClassifier:
                 scored.append((score, candidate.line, text))
         best = sorted(set(scored), key=lambda item: (-item[0], -item[1]))[:FALLBACK_LINES]
         return [FallbackLine(number, text) for _score, number, text in sorted(best, key=_by_line)]
-
-
-def _coloured_spans(block: bytes) -> list[tuple[int, int]]:
-    """(start, end) of each line of the block with an escape byte in it."""
-    spans = []
-    escape = block.find(b"\x1b")
-    while escape >= 0:
-        start = block.rfind(b"\n", 0, escape) + 1
-        end = block.find(b"\n", escape)
-        end = len(block) if end < 0 else end
-        spans.append((start, end))
-        escape = block.find(b"\x1b", end)
-    return spans
 
 
 def _add_variants(match: Match, captures: dict[str, str]) -> None:

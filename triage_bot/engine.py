@@ -1,9 +1,11 @@
 """Multi-pattern prefilter engines: where in a block of lines any trigger occurs.
 
 The classifier hands every block of complete lines to one of these, raw (colour codes and
-all; the classifier looks at coloured lines itself); only the lines where a trigger occurs
-are decoded and looked at again, and which triggers a line holds is decided on the line's
-own text, so the verdicts never depend on the engine. Hyperscan is the fast one and runs the
+all). Each engine also scans for the parts of the literal triggers that stay intact when a
+colour code splits a trigger at a token boundary (see colour_parts), so such a line is found
+without stripping every coloured line. Only the lines found are stripped, decoded and looked
+at again, and which triggers a line holds is decided on the line's own stripped text, so the
+verdicts never depend on the engine. Hyperscan is the fast one and runs the
 regex triggers (a signature's `prefilter`) in the same scan. Where its wheel is missing (other
 architectures) Aho-Corasick (ahocorasick-rs) takes over, with Python's `re` for the regex
 triggers, and the pure-Python `regex` engine is the last resort. `TRIAGE_ENGINE` picks one by name.
@@ -41,6 +43,37 @@ class Trigger:
     is_regex: bool = False
 
 
+# Where colourisers put escapes: around spaces and the punctuation that delimits what they
+# colour (`file:line:`, `[-Werror]`, `'name'`), not inside a dotted or dashed name.
+_DELIMITERS = frozenset(b" :[]()'\"`=,;<>|")
+# A part shorter than this is too common to look for.
+_MIN_PART = 3
+# The final bytes of the escapes tools print most: SGR colours (m) and erase-line (K).
+_FINAL_BYTES = (b"m", b"K")
+
+
+def colour_parts(literals: Sequence[bytes]) -> list[bytes]:
+    """Literals that find a trigger which colour codes split, in the raw text: at each token
+    boundary of a literal, its head followed by ESC, and its tail preceded by an escape's
+    final byte. Each holds a byte rare in text (ESC) or a rare pairing, so they cost the scan
+    little, and the lines they find are stripped and looked at again."""
+    parts: set[bytes] = set()
+    for literal in literals:
+        for at in range(1, len(literal)):
+            if literal[at - 1] not in _DELIMITERS and literal[at] not in _DELIMITERS:
+                continue
+            head, tail = literal[:at], literal[at:]
+            if len(head) >= _MIN_PART:
+                parts.add(head + b"\x1b")
+            if len(tail) >= _MIN_PART:
+                parts.update(final + tail for final in _FINAL_BYTES)
+    return sorted(parts - set(literals))
+
+
+def _literals_of(triggers: Sequence[Trigger]) -> list[bytes]:
+    return [t.pattern for t in triggers if not t.is_regex]
+
+
 def _hyperscan_db(hyperscan: Any, expressions: Sequence[bytes]) -> Any:
     database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     database.compile(
@@ -55,11 +88,14 @@ def _hyperscan_db(hyperscan: Any, expressions: Sequence[bytes]) -> Any:
 class HyperscanPrefilter:
     name = "hyperscan"
 
-    def __init__(self, triggers: Sequence[Trigger]) -> None:
+    def __init__(self, triggers: Sequence[Trigger], stand_ins: Sequence[bytes] = ()) -> None:
         import hyperscan
 
         expressions = [t.pattern if t.is_regex else regex.escape(t.pattern) for t in triggers]
-        self._db: Any = _hyperscan_db(hyperscan, expressions)
+        parts = [regex.escape(p) for p in colour_parts([*_literals_of(triggers), *stand_ins])]
+        # Ids below this are triggers; the rest are colour parts, which only find lines.
+        self._trigger_count = len(expressions)
+        self._db: Any = _hyperscan_db(hyperscan, expressions + parts)
         self._hyperscan: Any = hyperscan
         # A scratch space serves one scan at a time: one per thread, so that the worker's
         # threads can share one compiled catalog.
@@ -74,9 +110,11 @@ class HyperscanPrefilter:
     def literals_in(self, line: bytes) -> set[int]:
         found: set[int] = set()
         add = found.add
+        trigger_count = self._trigger_count
 
         def on_match(index: int, _start: int, _end: int, _flags: int, _context: object) -> None:
-            add(index)
+            if index < trigger_count:
+                add(index)
 
         self._db.scan(line, match_event_handler=on_match, scratch=self._scratch())
         return found
@@ -116,7 +154,7 @@ def _literal_triggers(triggers: Sequence[Trigger]) -> list[tuple[int, bytes]]:
 class AhoCorasickPrefilter:
     name = "ahocorasick"
 
-    def __init__(self, triggers: Sequence[Trigger]) -> None:
+    def __init__(self, triggers: Sequence[Trigger], stand_ins: Sequence[bytes] = ()) -> None:
         import ahocorasick_rs
 
         literal = _literal_triggers(triggers)
@@ -125,7 +163,7 @@ class AhoCorasickPrefilter:
         # Scanning blocks: leftmost-first as a DFA is about 1.7x the default automaton, and
         # one hit per line is all the scan needs. Lines: every literal, overlapping ones too.
         self._scanner: Any = ahocorasick_rs.BytesAhoCorasick(
-            patterns,
+            patterns + colour_parts([*patterns, *stand_ins]),
             matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST,
             implementation=ahocorasick_rs.Implementation.DFA,
         )
@@ -147,9 +185,11 @@ class AhoCorasickPrefilter:
 class RegexPrefilter:
     name = "python"
 
-    def __init__(self, triggers: Sequence[Trigger]) -> None:
+    def __init__(self, triggers: Sequence[Trigger], stand_ins: Sequence[bytes] = ()) -> None:
         self._literals = _literal_triggers(triggers)
-        ordered = sorted({p for _i, p in self._literals}, key=len, reverse=True)
+        parts = colour_parts([*_literals_of(triggers), *stand_ins])
+        scanned = {p for _i, p in self._literals} | set(parts)
+        ordered = sorted(scanned, key=len, reverse=True)
         self._any = regex.compile(b"|".join(regex.escape(lit) for lit in ordered))
         self._regexes = _RegexTriggers(triggers)
 
@@ -189,5 +229,9 @@ def choose_engine(engine: str | None = None) -> str:
     return "python"
 
 
-def build_prefilter(triggers: Sequence[Trigger], engine: str) -> Prefilter:
-    return _ENGINES[engine](triggers)
+def build_prefilter(
+    triggers: Sequence[Trigger], engine: str, stand_ins: Sequence[bytes] = ()
+) -> Prefilter:
+    """`stand_ins`: literals whose colour parts stand in for regex triggers, which colour
+    codes can break too (a regex trigger's signature's keywords)."""
+    return _ENGINES[engine](triggers, stand_ins)
