@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import pickle
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ import regex
 import yaml
 
 from triage_bot import __version__, resources
+from triage_bot import cache as disk_cache
 
 # The cheap YAML loader where libyaml is there; the pure-Python one elsewhere.
 _YamlLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -141,13 +141,6 @@ def load_catalog(
     return catalog
 
 
-def _cache_dir() -> Path:
-    configured = os.environ.get("TRIAGE_CACHE_DIR")
-    if configured:
-        return Path(configured)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "triage-bot"
-
-
 def _cache_key(files: list[Path], origin: str, base: Catalog | None) -> str:
     """ "" (no caching) when added to a base catalog, which lives in this process only."""
     if base is not None:
@@ -163,26 +156,19 @@ def _cache_key(files: list[Path], origin: str, base: Catalog | None) -> str:
 
 
 def _cache_read(key: str) -> Catalog | None:
-    if not key:
+    data = disk_cache.read(f"catalog-{key}.pickle") if key else None
+    if data is None:
         return None
     try:
-        loaded = pickle.loads((_cache_dir() / f"catalog-{key}.pickle").read_bytes())
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+        loaded = pickle.loads(data)
+    except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError):
         return None
     return loaded if isinstance(loaded, Catalog) else None
 
 
 def _cache_write(key: str, catalog: Catalog) -> None:
-    if not key:
-        return
-    target = _cache_dir() / f"catalog-{key}.pickle"
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_bytes(pickle.dumps(catalog))
-        partial.replace(target)
-    except OSError:
-        pass  # a read-only home: load every time, still correct
+    if key:
+        disk_cache.write(f"catalog-{key}.pickle", pickle.dumps(catalog))
 
 
 def _load_files(files: list[Path], origin: str, base: Catalog | None) -> Catalog:

@@ -13,6 +13,7 @@ triggers, and the pure-Python `regex` engine is the last resort. `TRIAGE_ENGINE`
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import threading
@@ -21,6 +22,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import regex
+
+from triage_bot import cache
 
 
 class Prefilter(Protocol):
@@ -75,6 +78,15 @@ def _literals_of(triggers: Sequence[Trigger]) -> list[bytes]:
 
 
 def _hyperscan_db(hyperscan: Any, expressions: Sequence[bytes]) -> Any:
+    """Compiled, or loaded from the cache: compiling costs more than a small triage."""
+    digest = hashlib.sha256(repr((hyperscan.__version__, list(expressions))).encode())
+    name = f"hyperscan-{digest.hexdigest()[:32]}.db"
+    cached = cache.read(name)
+    if cached is not None:
+        try:
+            return hyperscan.loadb(cached, mode=hyperscan.HS_MODE_BLOCK)
+        except hyperscan.error:
+            pass  # another Hyperscan build or a damaged file: compile again
     database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     database.compile(
         expressions=list(expressions),
@@ -82,6 +94,7 @@ def _hyperscan_db(hyperscan: Any, expressions: Sequence[bytes]) -> Any:
         elements=len(expressions),
         flags=0,
     )
+    cache.write(name, hyperscan.dumpb(database))
     return database
 
 
