@@ -268,12 +268,21 @@ class JobClassifier:
                 return
         if self._pending_after:
             self._fill_pending_after(block)
-        starts = {block.rfind(b"\n", 0, end) + 1 for end in self._catalog.prefilter.scan(block)}
+        # Line start -> the triggers the scan saw in it (None: not known for sure).
+        seen: dict[int, set[int] | None] = {}
+        for end, index in self._catalog.prefilter.scan_ids(block):
+            start = block.rfind(b"\n", 0, end) + 1
+            known = seen.setdefault(start, set())
+            if known is not None:
+                if index < 0:
+                    seen[start] = None
+                else:
+                    known.add(index)
         counter = _LineCounter(block)
-        for start in sorted(starts):
+        for start in sorted(seen):
             end = block.find(b"\n", start)
             number = self._lines_done + counter.newlines_before(start) + 1
-            self._examine_line(block, start, len(block) if end < 0 else end, number)
+            self._examine_line(block, start, len(block) if end < 0 else end, number, seen[start])
         self._lines_done += counter.newlines_before(len(block))
         self._remember(block)
 
@@ -283,10 +292,17 @@ class JobClassifier:
         else:
             self._recent = (self._recent + block)[-_RECENT_BYTES:]
 
-    def _examine_line(self, block: bytes, start: int, end: int, number: int) -> None:
+    def _examine_line(
+        self, block: bytes, start: int, end: int, number: int, known: set[int] | None
+    ) -> None:
         catalog = self._catalog
-        clean = logs.strip_ansi(block[start:end])
-        present = catalog.prefilter.literals_in(clean)
+        raw = block[start:end]
+        clean = logs.strip_ansi(raw)
+        # The scan's own account of a plain line is complete; a coloured line's stripped
+        # text may hold more than the raw bytes showed.
+        present = (
+            known if known is not None and clean is raw else catalog.prefilter.literals_in(clean)
+        )
         if not present:
             return  # a colour-tolerant part that was not the literal after all
         # Most candidate lines fail on a keyword: check them on the bytes, before decoding.

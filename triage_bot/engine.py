@@ -37,6 +37,11 @@ class Prefilter(Protocol):
         """Exactly which literals (their indexes) occur in one line, stripped of colour."""
         ...
 
+    def scan_ids(self, block: bytes) -> list[tuple[int, int]]:
+        """(end offset, trigger index) of occurrences; index -1 where the engine cannot say
+        (a colour part, or an engine that reports one occurrence per line)."""
+        ...
+
 
 @dataclass(frozen=True)
 class Trigger:
@@ -133,15 +138,18 @@ class HyperscanPrefilter:
         return found
 
     def scan(self, block: bytes) -> list[int]:
-        ends: list[int] = []
-        append = ends.append
+        return sorted(end for end, _index in self.scan_ids(block))
 
-        def on_match(_index: int, _start: int, end: int, _flags: int, _context: object) -> None:
-            append(end)
+    def scan_ids(self, block: bytes) -> list[tuple[int, int]]:
+        found: list[tuple[int, int]] = []
+        append = found.append
+        trigger_count = self._trigger_count
+
+        def on_match(index: int, _start: int, end: int, _flags: int, _context: object) -> None:
+            append((end, index if index < trigger_count else -1))
 
         self._db.scan(block, match_event_handler=on_match, scratch=self._scratch())
-        ends.sort()
-        return ends
+        return found
 
 
 class _RegexTriggers:
@@ -194,6 +202,13 @@ class AhoCorasickPrefilter:
         ends = [end for _index, _start, end in self._scanner.find_matches_as_indexes(block)]
         return sorted(ends + self._regexes.ends(block))
 
+    def scan_ids(self, block: bytes) -> list[tuple[int, int]]:
+        return _unknown(self.scan(block))
+
+
+def _unknown(ends: list[int]) -> list[tuple[int, int]]:
+    return [(end, -1) for end in ends]
+
 
 class RegexPrefilter:
     name = "python"
@@ -209,6 +224,9 @@ class RegexPrefilter:
     def scan(self, block: bytes) -> list[int]:
         ends = [found.end() for found in self._any.finditer(block)]
         return sorted(ends + self._regexes.ends(block))
+
+    def scan_ids(self, block: bytes) -> list[tuple[int, int]]:
+        return _unknown(self.scan(block))
 
     def literals_in(self, line: bytes) -> set[int]:
         found = {index for index, literal in self._literals if literal in line}
