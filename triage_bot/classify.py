@@ -281,8 +281,7 @@ class JobClassifier:
         counter = _LineCounter(block)
         for start in sorted(seen):
             end = block.find(b"\n", start)
-            number = self._lines_done + counter.newlines_before(start) + 1
-            self._examine_line(block, start, len(block) if end < 0 else end, number, seen[start])
+            self._examine_line(block, start, len(block) if end < 0 else end, counter, seen[start])
         self._lines_done += counter.newlines_before(len(block))
         self._remember(block)
 
@@ -293,7 +292,7 @@ class JobClassifier:
             self._recent = (self._recent + block)[-_RECENT_BYTES:]
 
     def _examine_line(
-        self, block: bytes, start: int, end: int, number: int, known: set[int] | None
+        self, block: bytes, start: int, end: int, counter: _LineCounter, known: set[int] | None
     ) -> None:
         catalog = self._catalog
         raw = block[start:end]
@@ -314,6 +313,8 @@ class JobClassifier:
         markers = catalog.error_marker in present or catalog.group_marker in present
         if not candidates and not markers:
             return
+        # Counted only now: most lines the scan finds end above, and lines come in order.
+        number = self._lines_done + counter.newlines_before(start) + 1
         timestamp, text = logs.normalise(clean)
         if catalog.error_marker in present:
             self._track_error(block, start, number, text)
