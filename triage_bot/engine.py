@@ -62,18 +62,20 @@ _FINAL_BYTES = (b"m", b"K")
 
 def colour_parts(literals: Sequence[bytes]) -> list[bytes]:
     """Literals that find a trigger which colour codes split, in the raw text: at each token
-    boundary of a literal, its head followed by ESC, and its tail preceded by an escape's
-    final byte. Each holds a byte rare in text (ESC) or a rare pairing, so they cost the scan
-    little, and the lines they find are stripped and looked at again."""
+    boundary of a literal, its head followed by ESC, or (for a head too short to look for)
+    its tail preceded by an escape's final byte. Each holds a byte rare in text (ESC) or a
+    rare pairing, so they cost the scan little, and the lines they find are stripped and
+    looked at again."""
     parts: set[bytes] = set()
     for literal in literals:
         for at in range(1, len(literal)):
             if literal[at - 1] not in _DELIMITERS and literal[at] not in _DELIMITERS:
                 continue
+            # A code at this boundary leaves both sides intact: one of them is enough.
             head, tail = literal[:at], literal[at:]
             if len(head) >= _MIN_PART:
                 parts.add(head + b"\x1b")
-            if len(tail) >= _MIN_PART:
+            elif len(tail) >= _MIN_PART:
                 parts.update(final + tail for final in _FINAL_BYTES)
     return sorted(parts - set(literals))
 
