@@ -29,17 +29,14 @@ from triage_bot import cache
 class Prefilter(Protocol):
     name: str
 
-    def scan(self, block: bytes) -> list[int]:
-        """End offsets of occurrences, at least one in every line that holds a trigger."""
-        ...
-
     def literals_in(self, line: bytes) -> set[int]:
         """Exactly which literals (their indexes) occur in one line, stripped of colour."""
         ...
 
     def scan_ids(self, block: bytes) -> list[tuple[int, int]]:
-        """(end offset, trigger index) of occurrences; index -1 where the engine cannot say
-        (a colour part, or an engine that reports one occurrence per line)."""
+        """(end offset, trigger index) of occurrences, at least one in every line that holds
+        a trigger; index -1 where the engine cannot say (a colour part, or an engine that
+        reports one occurrence per line)."""
         ...
 
 
@@ -80,10 +77,6 @@ def colour_parts(literals: Sequence[bytes]) -> list[bytes]:
     return sorted(parts - set(literals))
 
 
-def _literals_of(triggers: Sequence[Trigger]) -> list[bytes]:
-    return [t.pattern for t in triggers if not t.is_regex]
-
-
 def _hyperscan_db(hyperscan: Any, expressions: Sequence[bytes]) -> Any:
     """Compiled, or loaded from the cache: compiling costs more than a small triage."""
     digest = hashlib.sha256(repr((hyperscan.__version__, list(expressions))).encode())
@@ -112,7 +105,10 @@ class HyperscanPrefilter:
         import hyperscan
 
         expressions = [t.pattern if t.is_regex else regex.escape(t.pattern) for t in triggers]
-        parts = [regex.escape(p) for p in colour_parts([*_literals_of(triggers), *stand_ins])]
+        parts = [
+            regex.escape(p)
+            for p in colour_parts([*(p for _i, p in _literal_triggers(triggers)), *stand_ins])
+        ]
         # Ids below this are triggers; the rest are colour parts, which only find lines.
         self._trigger_count = len(expressions)
         self._db: Any = _hyperscan_db(hyperscan, expressions + parts)
@@ -139,9 +135,6 @@ class HyperscanPrefilter:
         self._db.scan(line, match_event_handler=on_match, scratch=self._scratch())
         return found
 
-    def scan(self, block: bytes) -> list[int]:
-        return sorted(end for end, _index in self.scan_ids(block))
-
     def scan_ids(self, block: bytes) -> list[tuple[int, int]]:
         found: list[tuple[int, int]] = []
         append = found.append
@@ -163,8 +156,9 @@ class _RegexTriggers:
             (index, re.compile(t.pattern)) for index, t in enumerate(triggers) if t.is_regex
         ]
 
-    def ends(self, block: bytes) -> list[int]:
-        return [found.end() for _i, pattern in self._compiled for found in pattern.finditer(block)]
+    def unknown(self, block: bytes) -> list[tuple[int, int]]:
+        """Occurrences as scan_ids reports them, the trigger left to literals_in."""
+        return [(m.end(), -1) for _i, pattern in self._compiled for m in pattern.finditer(block)]
 
     def indexes_in(self, line: bytes) -> set[int]:
         return {index for index, pattern in self._compiled if pattern.search(line)}
@@ -197,19 +191,12 @@ class AhoCorasickPrefilter:
         found = self._automaton.find_matches_as_indexes(line, overlapping=True)
         return {self._index_of[i] for i, _s, _e in found} | self._regexes.indexes_in(line)
 
-    def scan(self, block: bytes) -> list[int]:
+    def scan_ids(self, block: bytes) -> list[tuple[int, int]]:
         # Non-overlapping is enough: a literal never spans lines, so every line holding one
         # gets at least one occurrence reported (leftmost-first reports the first that
-        # starts earliest).
-        ends = [end for _index, _start, end in self._scanner.find_matches_as_indexes(block)]
-        return sorted(ends + self._regexes.ends(block))
-
-    def scan_ids(self, block: bytes) -> list[tuple[int, int]]:
-        return _unknown(self.scan(block))
-
-
-def _unknown(ends: list[int]) -> list[tuple[int, int]]:
-    return [(end, -1) for end in ends]
+        # starts earliest). Which triggers a line holds is asked of literals_in.
+        found = self._scanner.find_matches_as_indexes(block)
+        return [(end, -1) for _index, _start, end in found] + self._regexes.unknown(block)
 
 
 class RegexPrefilter:
@@ -217,18 +204,15 @@ class RegexPrefilter:
 
     def __init__(self, triggers: Sequence[Trigger], stand_ins: Sequence[bytes] = ()) -> None:
         self._literals = _literal_triggers(triggers)
-        parts = colour_parts([*_literals_of(triggers), *stand_ins])
-        scanned = {p for _i, p in self._literals} | set(parts)
+        literals = [p for _i, p in self._literals]
+        scanned = {*literals, *colour_parts([*literals, *stand_ins])}
         ordered = sorted(scanned, key=len, reverse=True)
         self._any = regex.compile(b"|".join(regex.escape(lit) for lit in ordered))
         self._regexes = _RegexTriggers(triggers)
 
-    def scan(self, block: bytes) -> list[int]:
-        ends = [found.end() for found in self._any.finditer(block)]
-        return sorted(ends + self._regexes.ends(block))
-
     def scan_ids(self, block: bytes) -> list[tuple[int, int]]:
-        return _unknown(self.scan(block))
+        found = [(match.end(), -1) for match in self._any.finditer(block)]
+        return found + self._regexes.unknown(block)
 
     def literals_in(self, line: bytes) -> set[int]:
         found = {index for index, literal in self._literals if literal in line}
