@@ -20,7 +20,7 @@ import httpx
 
 from triage_bot.config import DEFAULT_MAX_LOG_BYTES
 from triage_bot.github_auth import InstallationCredentials, TokenAuth
-from triage_bot.github_http import ClientOptions, Transport
+from triage_bot.github_http import ClientOptions, Transport, tls_context
 from triage_bot.github_logs import Consumer, LogOutcome, stream_job_log
 from triage_bot.github_models import (
     CommentResult,
@@ -67,6 +67,7 @@ class GitHubClient:
         self._api = Transport(api_url, credentials, self.options)
         # The blob host gets its own client with no credentials to leak, and may redirect.
         self._blobs = httpx.Client(
+            verify=tls_context(),
             timeout=httpx.Timeout(self.options.timeout),
             follow_redirects=True,
             headers={"User-Agent": self.options.user_agent},

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, func, insert, or_, select, update
+from sqlalchemy import Connection, Engine, and_, bindparam, func, insert, or_, select, update
 
 from triage_bot.schema import jobs, now
 
@@ -55,6 +55,14 @@ class JobRecord:
 
 
 _COLUMNS = [getattr(jobs.c, name) for name in JobRecord.__dataclass_fields__]
+# Built once: adding a job is on the webhook's path, and building a statement per call (its
+# bound values, its cache key) cost more CPU than the database's round trip.
+_QUEUED_WITH_KEY = (
+    select(jobs.c.id)
+    .where(jobs.c.coalesce_key == bindparam("key"), jobs.c.status == QUEUED)
+    .limit(1)
+)
+_INSERT_JOB = insert(jobs)
 
 
 class JobLedger:
@@ -68,27 +76,24 @@ class JobLedger:
         the queued one has not looked at GitHub yet, so it will see what this one would.
         """
         if job.coalesce_key is not None:
-            query = select(jobs.c.id).where(
-                jobs.c.coalesce_key == job.coalesce_key, jobs.c.status == QUEUED
-            )
-            existing = conn.execute(query.limit(1)).scalar_one_or_none()
+            found = conn.execute(_QUEUED_WITH_KEY, {"key": job.coalesce_key})
+            existing = found.scalar_one_or_none()
             if existing is not None:
                 return existing, False
         job = job.with_id()
         stamp = now()
-        conn.execute(
-            insert(jobs).values(
-                id=job.id,
-                kind=job.kind,
-                coalesce_key=job.coalesce_key,
-                payload=job.payload,
-                status=QUEUED,
-                attempts=0,
-                available_at=stamp,
-                created_at=stamp,
-                updated_at=stamp,
-            )
-        )
+        row = {
+            "id": job.id,
+            "kind": job.kind,
+            "coalesce_key": job.coalesce_key,
+            "payload": job.payload,
+            "status": QUEUED,
+            "attempts": 0,
+            "available_at": stamp,
+            "created_at": stamp,
+            "updated_at": stamp,
+        }
+        conn.execute(_INSERT_JOB, row)
         return job.id, True
 
     def create(self, job: NewJob) -> tuple[str, bool]:

@@ -41,6 +41,7 @@ from triage_bot.github import (
     shared_app_auth,
 )
 from triage_bot.github import Job as GitHubJob
+from triage_bot.github_http import tls_context
 from triage_bot.queue import JobContext, PermanentJobError, RetryLater
 from triage_bot.render import COMMENT_MARKER, render_comment
 from triage_bot.report import Job, Report, build_report, report_json
@@ -72,6 +73,14 @@ def _log_pool() -> ThreadPoolExecutor:
         if not _pools:
             _pools.append(ThreadPoolExecutor(LOG_CONCURRENCY, thread_name_prefix="triage-log"))
         return _pools[0]
+
+
+def warm_up() -> None:
+    """Do at a worker's start what its first triage would otherwise wait for: compile the
+    built-in catalog, start the log threads, load the CA bundle."""
+    builtin_catalog()
+    _log_pool()
+    tls_context()
 
 
 # ---- the pipeline -------------------------------------------------------------------------

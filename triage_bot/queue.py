@@ -153,7 +153,10 @@ def redis_huey(url: str, name: str = "triage-bot", read_timeout: float = 1.0) ->
 
 def sqlite_huey(path: Path, name: str = "triage-bot") -> Any:
     path.parent.mkdir(parents=True, exist_ok=True)
-    return SqliteHuey(name, results=False, filename=str(path), timeout=30)
+    # No fsync per push (WAL still survives a process crash): the ledger, not huey, is the
+    # record of every job, and the sweep pushes again whatever an OS crash took from huey.
+    # An fsync on the webhook's path cost milliseconds at the tail.
+    return SqliteHuey(name, results=False, filename=str(path), timeout=30, fsync=False)
 
 
 class JobQueue:

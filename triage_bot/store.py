@@ -37,6 +37,7 @@ from triage_bot.ledger import JobLedger, NewJob
 from triage_bot.schema import comments, deliveries, installations, job_failures, locks, triages
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+_INSERT_DELIVERY = insert(deliveries)  # built once: it is on the webhook's path
 
 
 class LockTimeout(TimeoutError):
@@ -170,16 +171,15 @@ class Store:
                 job_id, created = (None, False) if job is None else self.jobs.add(conn, job)
                 if job_id is not None and not created:
                     outcome = "coalesced"
-                conn.execute(
-                    insert(deliveries).values(
-                        delivery_id=delivery_id,
-                        event=event,
-                        action=action,
-                        outcome=outcome,
-                        job_id=job_id,
-                        received_at=schema.now(),
-                    )
-                )
+                row = {
+                    "delivery_id": delivery_id,
+                    "event": event,
+                    "action": action,
+                    "outcome": outcome,
+                    "job_id": job_id,
+                    "received_at": schema.now(),
+                }
+                conn.execute(_INSERT_DELIVERY, row)
                 if installation is not None:
                     self._apply_installation(conn, installation)
         except IntegrityError:

@@ -16,6 +16,7 @@ from typing import Any
 from huey.consumer import Consumer  # type: ignore[import-untyped]
 
 from triage_bot.config import Settings, configure_logging
+from triage_bot.pipeline import warm_up
 from triage_bot.queue import Handler, JobQueue, QueueOptions
 from triage_bot.store import Store
 
@@ -80,6 +81,7 @@ class EmbeddedWorker:
         self.sweeper = Sweeper(queue)
 
     def start(self) -> EmbeddedWorker:
+        warm_up()
         self.consumer.start()
         self.sweeper.start()
         return self
@@ -106,6 +108,7 @@ def run_worker(
     store = Store(settings.database_url)
     queue = JobQueue.from_settings(settings, store, options, handler=handler, dry_run=dry_run)
     queue.handler()  # fail at start, not on the first job
+    warm_up()
     sweeper = Sweeper(queue).start()
     log.info(
         "worker: %d threads, queue %s, database %s",
