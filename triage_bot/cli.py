@@ -3,56 +3,19 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import re
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from triage_bot import __version__, sources
-from triage_bot.catalog import Catalog, load_catalog
-from triage_bot.classify import CompiledCatalog, classify
+from triage_bot import __version__, cli_catalog, rerun, sources
 from triage_bot.config import Role, Settings, SettingsError, load_settings
-from triage_bot.report import Job, Report, build_report, report_json
-
-if TYPE_CHECKING:
-    from triage_bot.github import GitHubClient
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 
 DEFAULT_HOST = "127.0.0.1"
-# https://HOST/OWNER/REPO/actions/runs/ID[/attempts/N]: github.com or any GitHub Enterprise
-# Server host (its API URL comes from GITHUB_API_URL, not from the run's URL).
-_RUN_URL = re.compile(
-    r"https?://[^/\s]+/(?P<repo>[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+)"
-    r"/actions/runs/(?P<run>\d+)(?:/attempts/(?P<attempt>\d+))?/?"
-)
-
-
-@dataclass(frozen=True)
-class RunUrl:
-    repo: str
-    run_id: int
-    attempt: int | None  # None: the latest attempt
-
-
-def parse_run_url(text: str) -> RunUrl:
-    found = _RUN_URL.fullmatch(text.strip())
-    if found is None:
-        raise sources.InputError(
-            f"{text}: not a run URL (https://HOST/OWNER/REPO/actions/runs/ID[/attempts/N])"
-        )
-    attempt = found["attempt"]
-    return RunUrl(found["repo"], int(found["run"]), int(attempt) if attempt else None)
-
-
-def _is_url(text: str) -> bool:
-    return text.startswith(("http://", "https://"))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -103,12 +66,53 @@ def _parser() -> argparse.ArgumentParser:
     triage.add_argument(
         "--post",
         action="store_true",
-        help="with a RUN_URL: also create or edit the comment on the run's pull request(s) "
-        "(default: print only)",
+        help="with a RUN_URL: also create or edit the comment on the run's pull request(s), "
+        "as `rerun` does (default: print only; not with --catalog)",
     )
     _add_service_commands(commands)
+    _add_github_commands(commands)
+    _add_catalog_commands(commands)
+    return parser
 
-    catalog = commands.add_parser("catalog", help="check the signature catalog")
+
+def _add_github_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    rerun_command = commands.add_parser(
+        "rerun",
+        help="triage one run again and update its pull request's comment",
+        description="Triage RUN_URL (https://HOST/OWNER/REPO/actions/runs/ID[/attempts/N]; "
+        "the latest attempt without /attempts/N) again and create or edit the comment on its "
+        "open pull request(s), through the same handler as the workers, under the same "
+        "comment lock (in DATABASE_URL, else the SQLite database in TRIAGE_DATA_DIR). As the "
+        "App (APP_ID and PRIVATE_KEY) or with GITHUB_TOKEN. Exit code 0 when done, 1 when "
+        "GitHub or the database failed, 2 on a bad URL or setting.",
+    )
+    rerun_command.add_argument("run_url", metavar="RUN_URL", help="the run's URL")
+    replay = commands.add_parser(
+        "replay",
+        help="send a saved webhook payload, signed with WEBHOOK_SECRET, to a server",
+        description="Send WEBHOOK.json as GitHub would: signed with WEBHOOK_SECRET "
+        "(X-Hub-Signature-256), with X-GitHub-Event and a new X-GitHub-Delivery. Prints the "
+        "answer's status and reason. Exit code 0 on a 2xx answer, 1 otherwise, 2 on a "
+        "missing secret or an unreadable file.",
+    )
+    replay.add_argument("payload", type=Path, metavar="WEBHOOK.json", help="the payload")
+    replay.add_argument(
+        "--to",
+        required=True,
+        metavar="URL",
+        help="the server, e.g. http://127.0.0.1:8000 (without a path: /api/github/webhooks)",
+    )
+    replay.add_argument(
+        "--event",
+        metavar="NAME",
+        help="X-GitHub-Event (default: the payload's folder name when it is one of GitHub's "
+        "events, as in GitHub's examples: workflow_run/completed.payload.json)",
+    )
+    replay.add_argument("--delivery", metavar="ID", help="X-GitHub-Delivery (default: a new uuid)")
+
+
+def _add_catalog_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    catalog = commands.add_parser("catalog", help="check the signature catalog, or add to it")
     catalog_commands = catalog.add_subparsers(
         dest="catalog_command", required=True, metavar="COMMAND"
     )
@@ -124,7 +128,36 @@ def _parser() -> argparse.ArgumentParser:
             metavar="PATH",
             help="signature files or folders (default: the built-in catalog)",
         )
-    return parser
+    new = catalog_commands.add_parser(
+        "new",
+        help="draft a signature and its .log window from a line of a real log",
+        description="Write DIR/ID.yml and DIR/ID.log from line N of a job log: the line "
+        "escaped as the pattern, its longest plain words as the keyword, the tests filled "
+        "in, placeholders that say what to write, and the log's lines around it (20 before, "
+        "5 after) as the window. The draft passes `catalog lint` and `catalog test` as it "
+        "is; then generalise it (see patterns/README.md). Exit code 2 with one line on a "
+        "bad id, an existing file, or a line that is blank or outside the log.",
+    )
+    new.add_argument("id", metavar="ID", help="the signature's id: lower-case words joined by -")
+    new.add_argument(
+        "--from-log", required=True, metavar="FILE", help="the job log (a file, .gz, or -)"
+    )
+    new.add_argument(
+        "--line", required=True, type=int, metavar="N", help="the failure's line (from 1)"
+    )
+    new.add_argument(
+        "--dir",
+        type=Path,
+        default=Path("."),
+        metavar="DIR",
+        help="where to write (default: the current folder; the catalog's own folders are "
+        "patterns/<ecosystem>, a repository's .github/triage-bot/patterns)",
+    )
+    new.add_argument(
+        "--category", default="build", metavar="C", help="the signature's category (default build)"
+    )
+    new.add_argument("--title", metavar="T", help="the signature's title (default: a TODO)")
+    new.add_argument("--force", action="store_true", help="replace DIR/ID.yml and DIR/ID.log")
 
 
 def _add_service_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -177,21 +210,35 @@ def _add_service_commands(commands: argparse._SubParsersAction[argparse.Argument
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        if args.command == "triage":
-            return _triage(args)
-        if args.command in ("serve", "worker"):
-            return _service(args)
-        if args.catalog_command == "lint":
-            return _catalog_lint(args.paths)
-        return _catalog_test(args.paths)
-    except sources.InputError as exc:
+        return _dispatch(args)
+    except (sources.InputError, SettingsError) as exc:
         print(f"triage-bot: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except SettingsError as exc:
+    except rerun.GitHubFailed as exc:
         print(f"triage-bot: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return EXIT_FAILED
     except BrokenPipeError:
         return EXIT_OK
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "triage":
+        from triage_bot import cli_triage
+
+        cli_triage.triage(args)
+        return EXIT_OK
+    if args.command in ("serve", "worker"):
+        return _service(args)
+    if args.command == "rerun":
+        return _rerun(args)
+    if args.command == "replay":
+        return _replay(args)
+    done = {
+        "lint": lambda: cli_catalog.lint(args.paths),
+        "test": lambda: cli_catalog.test(args.paths),
+        "new": lambda: cli_catalog.new(args),
+    }[args.catalog_command]()
+    return EXIT_OK if done else EXIT_FAILED
 
 
 def _settings(*roles: Role) -> Settings:
@@ -230,114 +277,20 @@ def _service(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _load(extra: list[Path]) -> Catalog:
-    for folder in extra:
-        if not folder.is_dir():
-            raise sources.InputError(f"--catalog {folder}: not a folder")
-    catalog = load_catalog()
-    if extra:
-        catalog = load_catalog(extra, origin="local", base=catalog)
-    for problem in catalog.problems:
-        print(f"triage-bot: signature skipped: {problem}", file=sys.stderr)
-    return catalog
-
-
-def _triage(args: argparse.Namespace) -> int:
-    urls = [path for path in args.paths if _is_url(path)]
-    if urls:
-        if len(args.paths) > 1:
-            raise sources.InputError("give one RUN_URL, or log files, not both or several")
-        return _triage_url(args, parse_run_url(urls[0]))
-    if args.post:
-        raise sources.InputError("--post needs a RUN_URL")
-    jobs_in = sources.collect(args.paths)
-    compiled = CompiledCatalog(_load(args.catalog))
-    jobs: list[Job] = []
-    for job_log in jobs_in:
-        try:
-            stream = job_log.open()
-            result = classify(
-                sources.read_chunks(stream), compiled, job_log.name, max_bytes=args.max_bytes
-            )
-        except OSError as exc:
-            raise sources.InputError(f"{job_log.name}: cannot read: {exc}") from exc
-        note = f"only the first {result.bytes_read:,} bytes were read" if result.truncated else None
-        jobs.append(Job(result, note=note))
-    _print_report(build_report(jobs), args.format)
+def _rerun(args: argparse.Namespace) -> int:
+    run = rerun.parse_run_url(args.run_url)
+    result = rerun.retriage(_settings("cli"), run)
+    for line in rerun.describe(run, result):
+        print(line)
     return EXIT_OK
 
 
-def _print_report(report: Report, chosen: str | None) -> None:
-    output_format = chosen or ("text" if sys.stdout.isatty() else "markdown")
-    if output_format == "json":
-        print(json.dumps(report_json(report), indent=2, ensure_ascii=False))
-    elif output_format == "markdown":
-        from triage_bot.render import render_comment  # jinja2: not needed for JSON
+def _replay(args: argparse.Namespace) -> int:
+    from triage_bot import replay
 
-        sys.stdout.write(render_comment(report))
-    else:
-        from triage_bot.render import render_text
-
-        sys.stdout.write(render_text(report))
-
-
-def _triage_url(args: argparse.Namespace, run: RunUrl) -> int:
-    from triage_bot.github import GitHubError, client_for_repo
-    from triage_bot.pipeline import triage_run
-
-    settings = _settings("cli")
-    max_bytes = args.max_bytes if args.max_bytes is not None else settings.max_log_bytes
-    compiled = CompiledCatalog(_load(args.catalog))
-    try:
-        with client_for_repo(settings, run.repo) as client:
-            report, body = triage_run(
-                client, run.repo, run.run_id, run.attempt, compiled, max_log_bytes=max_bytes
-            )
-            _print_report(report, args.format)
-            if args.post:
-                _post(client, run, body)
-    except GitHubError as exc:
-        print(f"triage-bot: GitHub: {exc}", file=sys.stderr)
-        return EXIT_FAILED
-    return EXIT_OK
-
-
-def _post(client: GitHubClient, run: RunUrl, body: str) -> None:
-    found = client.pulls_for_run(run.repo, client.get_run(run.repo, run.run_id))
-    if not found:
-        print(f"triage-bot: run {run.run_id} belongs to no open pull request", file=sys.stderr)
-    for pull in found:
-        result = client.upsert_comment(run.repo, pull.number, body)
-        print(f"triage-bot: {run.repo}#{pull.number}: comment {result.action}", file=sys.stderr)
-
-
-def _catalog_lint(paths: list[Path]) -> int:
-    _require_existing(paths)
-    from triage_bot import catalog_check
-
-    signatures, problems = catalog_check.lint(paths)
-    for problem in problems:
-        print(problem)
-    print(f"catalog lint: {len(signatures)} signatures, {len(problems)} problems")
-    return EXIT_FAILED if problems else EXIT_OK
-
-
-def _catalog_test(paths: list[Path]) -> int:
-    _require_existing(paths)
-    from triage_bot import catalog_check
-
-    checks, failures, problems = catalog_check.test(paths)
-    for problem in problems:
-        print(problem)
-    for failure in failures:
-        print(failure)
-    print(
-        f"catalog test: {checks} checks, {len(failures)} failed, {len(problems)} files not loaded"
-    )
-    return EXIT_FAILED if failures or problems else EXIT_OK
-
-
-def _require_existing(paths: list[Path]) -> None:
-    for path in paths:
-        if not path.exists():
-            raise sources.InputError(f"{path}: no such file or folder")
+    secret = load_settings(os.environ).webhook_secret
+    if not secret:
+        raise SettingsError("WEBHOOK_SECRET", "required to sign the payload (the server's secret)")
+    answer = replay.replay(args.payload, args.to, secret, event=args.event, delivery=args.delivery)
+    print(answer.text)
+    return EXIT_OK if answer.ok else EXIT_FAILED

@@ -90,19 +90,21 @@ def parse_line(raw: bytes, number: int) -> Line:
     return Line(number, text, timestamp, marker_of(text))
 
 
+def raw_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """The raw lines (without their newline) of a log that arrives in chunks of any size."""
+    carry = b""
+    for chunk in chunks:
+        parts = (carry + chunk).split(b"\n")
+        carry = parts.pop()
+        yield from parts
+    if carry:
+        yield carry
+
+
 def iter_lines(chunks: Iterable[bytes]) -> Iterator[Line]:
     """Lines of a log that arrives in chunks of any size; for small logs and tools."""
-    carry = b""
-    number = 0
-    for chunk in chunks:
-        data = carry + chunk
-        parts = data.split(b"\n")
-        carry = parts.pop()
-        for raw in parts:
-            number += 1
-            yield parse_line(raw, number)
-    if carry:
-        yield parse_line(carry, number + 1)
+    for number, raw in enumerate(raw_lines(chunks), start=1):
+        yield parse_line(raw, number)
 
 
 def parse_timestamp(value: str) -> datetime:

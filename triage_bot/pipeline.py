@@ -19,7 +19,7 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
@@ -223,11 +223,15 @@ def triage_job(
     *,
     dry_run: bool = False,
     options: ClientOptions | None = None,
+    on_report: Callable[[Report], None] | None = None,
 ) -> dict[str, Any]:
-    """A "triage" job: triage the run, post or edit the comment, record the failures."""
+    """A "triage" job: triage the run, post or edit the comment, record the failures.
+
+    `on_report` sees the report before anything is posted (the command line prints it)."""
     repo, run_id, attempt = str(payload["repo"]), int(payload["run_id"]), payload["run_attempt"]
     with client_for(settings, payload, options) as client:
         run = client.get_run(repo, run_id)
+        attempt = run.attempt if attempt is None else attempt  # None: the latest (command line)
         targets = _targets(client, repo, run, payload)
         summary: dict[str, Any] = {"run": _run_json(run, attempt), "dry_run": dry_run}
         if targets and all(t.skip for t in targets):
@@ -242,6 +246,8 @@ def triage_job(
             max_log_bytes=settings.max_log_bytes,
             run=run,
         )
+        if on_report is not None:
+            on_report(report)
         _record_failures(store, repo, run, report)
         comments = [_post(client, store, repo, run, t, body, dry_run) for t in targets]
     return {**report_json(report), **summary, "comments": comments}

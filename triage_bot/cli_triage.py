@@ -1,0 +1,78 @@
+"""The `triage` command: job logs from files offline, or one run of GitHub by its URL."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from triage_bot import rerun, sources
+from triage_bot.catalog import Catalog, load_catalog
+from triage_bot.classify import CompiledCatalog, classify
+from triage_bot.config import load_settings
+from triage_bot.report import Job, Report, build_report, report_json
+
+
+def load(extra: list[Path]) -> Catalog:
+    for folder in extra:
+        if not folder.is_dir():
+            raise sources.InputError(f"--catalog {folder}: not a folder")
+    catalog = load_catalog()
+    if extra:
+        catalog = load_catalog(extra, origin="local", base=catalog)
+    for problem in catalog.problems:
+        print(f"triage-bot: signature skipped: {problem}", file=sys.stderr)
+    return catalog
+
+
+def triage(args: argparse.Namespace) -> None:
+    urls = [path for path in args.paths if rerun.is_url(path)]
+    if urls:
+        if len(args.paths) > 1:
+            raise sources.InputError("give one RUN_URL, or log files, not both or several")
+        if args.post and args.catalog:
+            raise sources.InputError(
+                "--post posts what the App would, with the built-in catalog: drop --catalog"
+            )
+        rerun.triage_url(
+            load_settings(os.environ).require("cli"),
+            rerun.parse_run_url(urls[0]),
+            lambda: CompiledCatalog(load(args.catalog)),
+            lambda report: print_report(report, args.format),
+            post=args.post,
+            max_bytes=args.max_bytes,
+        )
+        return
+    if args.post:
+        raise sources.InputError("--post needs a RUN_URL")
+    jobs_in = sources.collect(args.paths)
+    compiled = CompiledCatalog(load(args.catalog))
+    jobs: list[Job] = []
+    for job_log in jobs_in:
+        try:
+            stream = job_log.open()
+            result = classify(
+                sources.read_chunks(stream), compiled, job_log.name, max_bytes=args.max_bytes
+            )
+        except OSError as exc:
+            raise sources.InputError(f"{job_log.name}: cannot read: {exc}") from exc
+        note = f"only the first {result.bytes_read:,} bytes were read" if result.truncated else None
+        jobs.append(Job(result, note=note))
+    print_report(build_report(jobs), args.format)
+    return
+
+
+def print_report(report: Report, chosen: str | None) -> None:
+    output_format = chosen or ("text" if sys.stdout.isatty() else "markdown")
+    if output_format == "json":
+        print(json.dumps(report_json(report), indent=2, ensure_ascii=False))
+    elif output_format == "markdown":
+        from triage_bot.render import render_comment  # jinja2: not needed for JSON
+
+        sys.stdout.write(render_comment(report))
+    else:
+        from triage_bot.render import render_text
+
+        sys.stdout.write(render_text(report))
