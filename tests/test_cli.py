@@ -139,5 +139,13 @@ def test_help_names_every_command() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "triage_bot", "--help"], capture_output=True, text=True, check=True
     )
-    for command in ("triage", "catalog"):
+    for command in ("triage", "catalog", "serve", "worker", "rerun", "replay"):
         assert command in done.stdout
+    catalog = subprocess.run(
+        [sys.executable, "-m", "triage_bot", "catalog", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    for command in ("lint", "test", "new"):
+        assert command in catalog.stdout

@@ -365,6 +365,7 @@ def test_cli_triages_a_run_url_and_posts_only_when_asked(
         "APP_ID": str(world.fake.app_id),
         "PRIVATE_KEY": world.fake.private_key_pem,
         "GITHUB_API_URL": world.fake.base_url,
+        "DATABASE_URL": world.settings.database_url,  # --post takes the comment lock there
     }.items():
         monkeypatch.setenv(name, value)
     url = f"https://ghe.example.com/{REPO}/actions/runs/{run.id}/attempts/1"
