@@ -13,6 +13,7 @@ import pytest
 import regex
 import yaml
 from helpers import EXAMPLES, ROOT
+from test_catalog_tools import make
 
 from triage_bot import logs
 from triage_bot.catalog_new import PATTERN_CHARS, keyword_for, nearby_unmatched, pattern_for
@@ -132,6 +133,19 @@ def test_a_line_a_built_in_wins_is_outranked_and_said(
     data = yaml.safe_load((tmp_path / "aiter-missing.yml").read_text(encoding="utf-8"))
     assert data["title"] == "aiter's MLA decode module is gone"
     assert data["category"] == "dependency"
+
+
+def test_a_draft_that_takes_a_neighbours_line_is_reported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make(tmp_path)  # a signature of the folder, whose window holds the same line
+    log = tmp_path / "job.log"
+    log.write_text("compiling\nwidget broke: out of gears\n", encoding="utf-8")
+    argv = ["catalog", "new", "gears-gone", "--from-log", str(log), "--line", "2"]
+    assert main([*argv, "--dir", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "local-widget-broke.log:2: expected the next line to match local-widget-broke" in out
+    assert "got gears-gone" in out and "improve that signature instead" in out
 
 
 @pytest.mark.parametrize(

@@ -5,61 +5,49 @@ token, the latest attempt, and the cases where nothing may be posted."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from fakegithub import FakeGitHub, NewJob
-from fakegithub.models import Installation, PullRequest, Repo, WorkflowRun
+from fakegithub.models import WorkflowRun
 from helpers import EXAMPLES
 from services import db_url
+from test_pipeline import REPO, THREE, World, failed_run
 
 from triage_bot.cli import main
+from triage_bot.config import Settings
 from triage_bot.render import COMMENT_MARKER
 from triage_bot.store import Store
 
-REPO = "octo-org/widgets"
-THREE = (
-    "unit-tests-mi350x",
-    "kimi-k3-mxfp4-1p1d-tp8-dspark7-agentic-1m-c1",
-    "kimi-k3-mxfp4-1p1d-tp8-dcp8-agentic-lmcache-1m-c48-mesh-build",
-)
 __all__ = ["db_url"]  # fixtures
 _SETTINGS = ("APP_ID", "PRIVATE_KEY", "PRIVATE_KEY_PATH", "GITHUB_TOKEN", "DATABASE_URL")
-
-
-@dataclass
-class World:
-    fake: FakeGitHub
-    repo: Repo
-    installation: Installation
-    pull: PullRequest
-    database: str
-
-    def comments(self) -> list[str]:
-        return [c.body for c in self.fake.state.comments_on(self.repo, self.pull.number)]
-
-    def run(self, names: tuple[str, ...] = THREE, **kw: object) -> WorkflowRun:
-        jobs = [NewJob("lint", conclusion="success")]
-        jobs += [NewJob(name, log=(EXAMPLES / f"{name}.log").read_bytes()) for name in names]
-        return self.fake.state.add_run(self.repo, pull=self.pull, jobs=jobs, **kw)  # type: ignore[arg-type]
 
 
 @pytest.fixture
 def world(
     fake_github: FakeGitHub, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[World]:
+    """test_pipeline's world, with the settings in the environment as the command reads them."""
+    settings = Settings(
+        app_id=fake_github.app_id,
+        private_key=fake_github.private_key_pem,
+        github_api_url=fake_github.base_url,
+        database_url=db_url,
+        data_dir=tmp_path / "data",
+    )
     for name in _SETTINGS:
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("APP_ID", str(fake_github.app_id))
+    monkeypatch.setenv("APP_ID", str(settings.app_id))
     monkeypatch.setenv("PRIVATE_KEY", fake_github.private_key_pem)
-    monkeypatch.setenv("GITHUB_API_URL", fake_github.base_url)
+    monkeypatch.setenv("GITHUB_API_URL", settings.github_api_url)
     monkeypatch.setenv("DATABASE_URL", db_url)
-    monkeypatch.setenv("TRIAGE_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("TRIAGE_DATA_DIR", str(settings.data_dir))
     repo = fake_github.state.add_repo(REPO)
     installation = fake_github.install("octo-org")
     pull = fake_github.state.add_pull_request(repo, author="alice", head_ref="fix-imports")
-    yield World(fake_github, repo, installation, pull, db_url)
+    store = Store(db_url)
+    yield World(fake_github, repo, installation, pull, settings, store)
+    store.close()
 
 
 def url(run: WorkflowRun, attempt: int | None = None) -> str:
@@ -70,7 +58,7 @@ def url(run: WorkflowRun, attempt: int | None = None) -> str:
 def test_rerun_posts_then_edits_the_one_comment_through_the_store(
     world: World, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    run = world.run()
+    run = failed_run(world)
     assert main(["rerun", url(run)]) == 0
     out = capsys.readouterr().out
     assert f"{REPO} run {run.id} attempt 1: 3 failed jobs, 3 with a known cause" in out
@@ -78,13 +66,9 @@ def test_rerun_posts_then_edits_the_one_comment_through_the_store(
     assert body.startswith(COMMENT_MARKER) and "block_regions" in body
     assert f"{REPO}#{world.pull.number}: comment " in out and " created" in out
     # The handler recorded it in the database the settings name, under the comment lock.
-    store = Store(world.database)
-    try:
-        recorded = store.comment(REPO, world.pull.number)
-        assert recorded is not None and recorded.head_sha == run.head_sha
-        assert {f.job_name for f in store.job_failures(REPO, run.head_sha)} >= {THREE[0]}
-    finally:
-        store.close()
+    recorded = world.store.comment(REPO, world.pull.number)
+    assert recorded is not None and recorded.head_sha == run.head_sha
+    assert {f.job_name for f in world.store.job_failures(REPO, run.head_sha)} >= {THREE[0]}
     assert main(["rerun", url(run)]) == 0
     assert " unchanged" in capsys.readouterr().out
     assert len(world.comments()) == 1
@@ -93,7 +77,7 @@ def test_rerun_posts_then_edits_the_one_comment_through_the_store(
 def test_rerun_takes_the_latest_attempt_unless_told(
     world: World, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    run = world.run()
+    run = failed_run(world)
     world.fake.state.add_attempt(
         run, jobs=[NewJob(THREE[0], log=(EXAMPLES / f"{THREE[0]}.log").read_bytes())]
     )
@@ -111,7 +95,7 @@ def test_rerun_with_a_token_and_nothing_to_post(
     monkeypatch.delenv("APP_ID")
     monkeypatch.delenv("PRIVATE_KEY")
     monkeypatch.setenv("GITHUB_TOKEN", world.fake.token_for(world.installation))
-    run = world.run()
+    run = failed_run(world)
     world.pull.head_sha = world.fake.state.new_sha()  # a push landed since the run
     assert main(["rerun", url(run)]) == 0
     assert f"not triaged: #{world.pull.number}: stale" in capsys.readouterr().out
@@ -139,7 +123,7 @@ def test_rerun_refuses_bad_input_and_says_when_github_fails(
 def test_triage_post_prints_the_report_and_posts_like_rerun(
     world: World, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    run = world.run()
+    run = failed_run(world)
     assert main(["triage", url(run), "--format", "markdown", "--post"]) == 0
     captured = capsys.readouterr()
     assert world.comments() == [captured.out]

@@ -99,7 +99,7 @@ def create(request: Request) -> Draft:
         encoding="utf-8",
     )
     window_path.write_text(window_text(request.ident, window, spare), encoding="utf-8")
-    return Draft(target, window_path, priority, outranks, _verify(target))
+    return Draft(target, window_path, priority, outranks, _verify(target, request.ident))
 
 
 # ---- checks ---------------------------------------------------------------------------------
@@ -193,10 +193,14 @@ def _priority(raw: bytes, catalog: Catalog) -> tuple[int, Signature | None]:
     return max(DEFAULT_PRIORITY, winner.priority + 1), winner
 
 
-def _verify(path: Path) -> list[str]:
+def _verify(path: Path, ident: str) -> list[str]:
+    """What `catalog lint` says of the draft, and what `catalog test` of its folder says of
+    it: its own checks, and any line of a neighbour's window that it now wins."""
     _, problems = catalog_check.lint([path])
-    _, failures, load_problems = catalog_check.test([path])
-    return [str(p) for p in [*problems, *load_problems]] + [str(f) for f in failures]
+    _, failures, _ = catalog_check.test([path.parent])
+    mine = {path.resolve(), path.with_suffix(".log").resolve()}
+    ours = [f for f in failures if f.path.resolve() in mine or f.actual.split(" ")[0] == ident]
+    return [str(p) for p in problems] + [str(f) for f in ours]
 
 
 # ---- the draft --------------------------------------------------------------------------------

@@ -56,7 +56,10 @@ def new(args: argparse.Namespace) -> bool:
     if draft.problems:
         for problem in draft.problems:
             print(problem)
-        print("catalog new: the draft does not pass lint and test as it should; please report")
+        print(
+            "catalog new: the draft fails these checks; where it wins a line of another "
+            "signature's window, improve that signature instead"
+        )
         return False
     print(
         "next: generalise the pattern and replace the TODOs (see patterns/README.md), then run\n"
