@@ -45,7 +45,9 @@ class Command:
 
 @cache
 def _markdown() -> MarkdownIt:
-    return MarkdownIt("commonmark")
+    # Blocks only: which paragraph a line is in is all we need, and inline parsing (emphasis
+    # in a long comment) is where the time would go.
+    return MarkdownIt("commonmark").disable("inline")
 
 
 def find_command(body: str) -> Command | None:
