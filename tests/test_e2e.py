@@ -164,12 +164,16 @@ class Stack:
         return triage is not None and triage.status == "done"
 
     def send(
-        self, payload: dict[str, Any], delivery: str | None = None, secret: str | None = None
+        self,
+        payload: dict[str, Any],
+        delivery: str | None = None,
+        secret: str | None = None,
+        event: str = "workflow_run",
     ) -> httpx.Response:
         body = json.dumps(payload).encode()
         key = (secret or self.fake.webhook_secret).encode()
         headers = {
-            "X-GitHub-Event": "workflow_run",
+            "X-GitHub-Event": event,
             "X-GitHub-Delivery": delivery or str(uuid.uuid4()),
             "X-Hub-Signature-256": "sha256=" + hmac.new(key, body, hashlib.sha256).hexdigest(),
             "Content-Type": "application/json",

@@ -51,6 +51,16 @@ def assert_valid(event: str, payload: dict[str, Any]) -> None:
     assert errors == [], errors[:3]
 
 
+def pr_comment(body: str) -> dict[str, Any]:
+    """GitHub's example comment, made on a pull request (an issue with `pull_request`)."""
+    payload = example("issue_comment", "created.with-installation.payload.json")
+    issue = payload["issue"]
+    issue["pull_request"] = {"url": issue["url"].replace("/issues/", "/pulls/")}
+    payload["comment"]["body"] = body
+    assert_valid("issue_comment", payload)
+    return payload
+
+
 def failed_run(conclusion: str = "failure", name: str = "completed.payload.json") -> dict[str, Any]:
     payload = example("workflow_run", name)
     payload["workflow_run"]["conclusion"] = conclusion
@@ -181,7 +191,7 @@ def test_installation_repositories_are_recorded() -> None:
 def test_ping_pongs_and_the_rest_is_ignored_with_a_reason() -> None:
     ping = decide("ping", example("ping", "payload.json"))
     assert (ping.outcome, ping.reason) == ("pong", "Anything added dilutes everything else.")
-    for event in ("check_run", "check_suite", "issue_comment", "push", "star"):
+    for event in ("check_run", "check_suite", "push", "star"):
         decision = decide(event, {"action": "created"})
         assert decision.outcome == "ignored" and event in decision.reason
 
@@ -244,6 +254,11 @@ json_values = st.recursive(
                 "run_attempt",
                 "action",
                 "number",
+                "issue",
+                "comment",
+                "user",
+                "body",
+                "pull_request",
             ]
         ),
         min_size=1,
@@ -259,6 +274,7 @@ def test_decide_never_raises_on_changed_examples(event: str, path: list[str], va
         "installation": example("installation", "created.payload.json"),
         "installation_repositories": example("installation_repositories", "added.payload.json"),
         "ping": example("ping", "payload.json"),
+        "issue_comment": pr_comment("/triage retry"),
     }[event]
     payload = copy.deepcopy(base)
     target: Any = payload

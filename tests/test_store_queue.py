@@ -85,6 +85,19 @@ def test_a_delivery_is_accepted_once_under_concurrency(store: Store) -> None:
         assert all(pool.map(lambda i: store.record_delivery(f"d-{i}", "ping"), range(40)))
 
 
+def test_a_claim_is_won_once_under_concurrency(store: Store) -> None:
+    barrier = threading.Barrier(8)
+
+    def claim(_: int) -> bool:
+        barrier.wait()
+        return store.claim_once("auto-retry:octo/a:42")
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(claim, range(8)))
+    assert results.count(True) == 1
+    assert store.claim_once("auto-retry:octo/a:43") and not store.claim_once("auto-retry:octo/a:43")
+
+
 def test_delivery_job_and_installation_are_written_together(store: Store) -> None:
     job = NewJob("triage", dict(TRIAGE), "key-1")
     change = InstallationChange("upsert", 5, "octo", ("octo/a",), "selected", False)

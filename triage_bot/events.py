@@ -15,6 +15,9 @@ Jobs are JSON-ready dicts (they are stored in the database and carried by the qu
     {"kind": "outdated", "repo": ..., "installation_id": ..., "pr_number": int,
      "before": str, "after": str}
 
+    {"kind": "command", "repo": ..., "installation_id": ..., "pr_number": int,
+     "comment_id": int, "author": str, "body": str}   (a `/triage` comment; commands.py)
+
 `find_pr` is true when GitHub gave no pull request for the run (runs from forks, and every
 `workflow_job`): the worker then looks the pull request up by head branch and head SHA.
 """
@@ -25,6 +28,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeGuard
+
+from triage_bot.commands import find_command
 
 Outcome = Literal["job", "record", "pong", "ignored", "refused"]
 InstallationOp = Literal["upsert", "delete", "add_repos", "remove_repos"]
@@ -37,6 +42,7 @@ FAILING_JOB_CONCLUSIONS = frozenset({"failure"})
 # NUL characters and unpaired surrogates in text, so such values are refused here, not there.
 MAX_INT = 2**63 - 1
 MAX_TEXT = 1000
+MAX_COMMENT_BODY = 65_536  # GitHub's own cap on a comment's body
 
 
 @dataclass(frozen=True)
@@ -172,6 +178,46 @@ def _pull_request(payload: Mapping[str, Any]) -> Decision:
     return Decision("job", f"{repo}#{number} has a new head commit", job=job)
 
 
+def _issue_comment(payload: Mapping[str, Any]) -> Decision:
+    action = _str(payload, "action")
+    if action != "created":
+        # An edited comment is not run again: editing one's own comment must not re-run jobs.
+        return Decision("ignored", f"issue_comment action {action!r}: only new comments count")
+    issue = _obj(payload, "issue")
+    if issue.get("pull_request") is None:
+        return Decision("ignored", "the comment is on an issue, not a pull request")
+    comment = _obj(payload, "comment")
+    author = _obj(comment, "user", "comment.user")
+    login = _str(author, "login", "comment.user.login")
+    if _is_bot(author) or _is_bot(payload.get("sender")):
+        return Decision("ignored", f"comments by bots are ignored ({login})")
+    body = comment.get("body")
+    if not isinstance(body, str) or not is_storable_text(body, MAX_COMMENT_BODY):
+        raise _Refused(f"comment.body must be text of at most {MAX_COMMENT_BODY} characters")
+    command = find_command(body)
+    if command is None:
+        return Decision("ignored", "the comment holds no /triage command")
+    repo, number = _repo(payload), _int(issue, "number", "issue.number")
+    job = {
+        "kind": "command",
+        "repo": repo,
+        "installation_id": _installation_id(payload),
+        "pr_number": number,
+        "comment_id": _int(comment, "id", "comment.id"),
+        "author": login,
+        "body": body,
+    }
+    return Decision("job", f"{repo}#{number}: {command.line!r} by {login}", job=job)
+
+
+def _is_bot(user: object) -> bool:
+    """A GitHub App or other bot account (our own replies included)."""
+    if not isinstance(user, Mapping):
+        return False
+    login = user.get("login")
+    return user.get("type") == "Bot" or (isinstance(login, str) and login.endswith("[bot]"))
+
+
 def _installation(payload: Mapping[str, Any]) -> Decision:
     action = _str(payload, "action")
     inst = _obj(payload, "installation")
@@ -288,10 +334,10 @@ def _installation_id(payload: Mapping[str, Any]) -> int | None:
     return _int(inst, "id", "installation.id")
 
 
-def _obj(parent: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+def _obj(parent: Mapping[str, Any], key: str, field: str | None = None) -> Mapping[str, Any]:
     value = parent.get(key)
     if not isinstance(value, Mapping):
-        raise _Refused(f"{key} must be an object, got {_kind(value)}")
+        raise _Refused(f"{field or key} must be an object, got {_kind(value)}")
     return value
 
 
@@ -355,6 +401,7 @@ _HANDLERS = {
     "workflow_run": _workflow_run,
     "workflow_job": _workflow_job,
     "pull_request": _pull_request,
+    "issue_comment": _issue_comment,
     "installation": _installation,
     "installation_repositories": _installation_repositories,
 }

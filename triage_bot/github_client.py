@@ -190,6 +190,18 @@ class GitHubClient:
         runs = (WorkflowRun.from_json(run) for run in pages)
         return [run for run in runs if run.workflow_id == workflow_id]
 
+    def runs_for_commit(self, repo: str, head_sha: str, *, limit: int = 100) -> list[WorkflowRun]:
+        """The runs of every workflow for commit `head_sha`, newest first (all attempts'
+        latest state: a run re-run is one run with a higher `attempt`)."""
+        pages = self._api.paginate(
+            f"/repos/{repo}/actions/runs",
+            endpoint="/repos/{owner}/{repo}/actions/runs",
+            params={"head_sha": head_sha},
+            key="workflow_runs",
+            limit=limit,
+        )
+        return [WorkflowRun.from_json(run) for run in pages]
+
     def rerun_failed_jobs(self, repo: str, run_id: int) -> None:
         self._api.request(
             "POST",

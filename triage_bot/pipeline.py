@@ -6,7 +6,8 @@ lines linked to GitHub's log viewer, the report and its comment. It posts nothin
 
 `handle_job` is the queue's handler (triage_bot.queue): for a "triage" job it runs the
 pipeline and, under the store's comment lock, makes the pull request's one comment say the
-result; for an "outdated" job it flags the comment of an old head commit. Every step is
+result; for an "outdated" job it flags the comment of an old head commit; a "command" job (a
+`/triage` comment) goes to command_job.py. Every step is
 idempotent (the comment is found by its marker and edited only when its body changes), which
 is what lets the queue simply run a job again after a worker died half-way through it.
 """
@@ -44,7 +45,9 @@ from triage_bot.github import Job as GitHubJob
 from triage_bot.github_http import tls_context
 from triage_bot.queue import JobContext, PermanentJobError, RetryLater
 from triage_bot.render import COMMENT_MARKER, render_comment
+from triage_bot.repo_config import RepoConfig
 from triage_bot.report import Job, Report, build_report, report_json
+from triage_bot.retry import auto_retry
 from triage_bot.store import JobFailure, Store
 
 log = logging.getLogger(__name__)
@@ -193,6 +196,11 @@ def handle_job(
             return triage_job(payload, settings, store, dry_run=dry_run, options=options)
         if payload.get("kind") == "outdated":
             return outdated_job(payload, settings, store, dry_run=dry_run, options=options)
+        if payload.get("kind") == "command":
+            # Imported here: command_job runs triage_job, so it imports this module.
+            from triage_bot.command_job import command_job
+
+            return command_job(payload, settings, store, dry_run=dry_run, options=options)
     except RateLimited as limited:
         # Spend the wait in the queue's schedule, not in a worker thread.
         raise RetryLater(limited.retry_in, "GitHub rate limit") from limited
@@ -224,8 +232,10 @@ def triage_job(
     dry_run: bool = False,
     options: ClientOptions | None = None,
     on_report: Callable[[Report], None] | None = None,
+    config: RepoConfig | None = None,
 ) -> dict[str, Any]:
-    """A "triage" job: triage the run, post or edit the comment, record the failures.
+    """A "triage" job: triage the run, post or edit the comment, record the failures, and
+    re-run the jobs a re-run cures when the repository's config asks for it.
 
     `on_report` sees the report before anything is posted (the command line prints it)."""
     repo, run_id, attempt = str(payload["repo"]), int(payload["run_id"]), payload["run_attempt"]
@@ -250,7 +260,12 @@ def triage_job(
             on_report(report)
         _record_failures(store, repo, run, report)
         comments = [_post(client, store, repo, run, t, body, dry_run) for t in targets]
-    return {**report_json(report), **summary, "comments": comments}
+        # RepoConfig(): the defaults, until the per-repository config loader is wired in.
+        retried = auto_retry(
+            client, store, repo, run, int(attempt), report, config or RepoConfig(), dry_run=dry_run
+        )
+    result = {**report_json(report), **summary, "comments": comments}
+    return result if retried is None else {**result, "auto_retry": retried}
 
 
 def _targets(

@@ -113,6 +113,15 @@ locks = Table(
     Column("expires_at", UTCDateTime(), nullable=False),
 )
 
+# Things done at most once, whoever tries (an automatic re-run of a run, the answer to a
+# command): the primary key makes claiming one atomic, across workers and databases.
+claims = Table(
+    "claims",
+    metadata,
+    Column("name", String(400), primary_key=True),
+    Column("claimed_at", UTCDateTime(), nullable=False),
+)
+
 job_failures = Table(
     "job_failures",
     metadata,

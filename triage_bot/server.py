@@ -51,7 +51,7 @@ HEALTH_TIMEOUT = 3.0
 _EVENT_NAME = re.compile(r"[a-z][a-z0-9_]{0,99}")
 _DELIVERY_ID = re.compile(r"[A-Za-z0-9._:-]{1,100}")
 # Metric labels: a bounded set, whatever event names a client invents.
-_KNOWN_EVENTS = events.HANDLED_EVENTS | {"check_run", "check_suite", "issue_comment"}
+_KNOWN_EVENTS = events.HANDLED_EVENTS | {"check_run", "check_suite"}
 _STATUS = {"job": 202, "record": 202, "ignored": 202, "pong": 200, "refused": 422}
 
 

@@ -34,7 +34,15 @@ from triage_bot import schema
 from triage_bot.config import normalize_database_url
 from triage_bot.events import InstallationChange
 from triage_bot.ledger import JobLedger, NewJob
-from triage_bot.schema import comments, deliveries, installations, job_failures, locks, triages
+from triage_bot.schema import (
+    claims,
+    comments,
+    deliveries,
+    installations,
+    job_failures,
+    locks,
+    triages,
+)
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 _INSERT_DELIVERY = insert(deliveries)  # built once: it is on the webhook's path
@@ -386,6 +394,17 @@ class Store:
     def unlock(self, name: str, owner: str) -> None:
         with self.engine.begin() as conn:
             conn.execute(delete(locks).where(locks.c.name == name, locks.c.owner == owner))
+
+    # -- claims ------------------------------------------------------------------------------
+
+    def claim_once(self, name: str) -> bool:
+        """Claim `name` for good: True for the one caller that ever gets it, on any worker."""
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(insert(claims).values(name=name, claimed_at=schema.now()))
+        except IntegrityError:
+            return False
+        return True
 
     # -- job failures (for the base-branch comparison) ---------------------------------------
 
