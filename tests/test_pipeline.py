@@ -72,19 +72,24 @@ def _ok(requests: list[Any]) -> int:
 
 @pytest.fixture
 def world(fake_github: FakeGitHub, tmp_path: Path) -> Iterator[World]:
-    repo = fake_github.state.add_repo(REPO)
-    installation = fake_github.install("octo-org")
-    pull = fake_github.state.add_pull_request(repo, author="alice", head_ref="fix-imports")
+    built = new_world(fake_github, tmp_path, f"sqlite:///{tmp_path / 'triage.db'}")
+    yield built
+    built.store.close()
+
+
+def new_world(fake: FakeGitHub, tmp_path: Path, database_url: str) -> World:
+    """A repository with the App installed and one pull request; the store at `database_url`."""
+    repo = fake.state.add_repo(REPO)
+    installation = fake.install("octo-org")
+    pull = fake.state.add_pull_request(repo, author="alice", head_ref="fix-imports")
     settings = Settings(
-        app_id=fake_github.app_id,
-        private_key=fake_github.private_key_pem,
-        github_api_url=fake_github.base_url,
-        database_url=f"sqlite:///{tmp_path / 'triage.db'}",
+        app_id=fake.app_id,
+        private_key=fake.private_key_pem,
+        github_api_url=fake.base_url,
+        database_url=database_url,
         data_dir=tmp_path,
     )
-    store = Store(settings.database_url)
-    yield World(fake_github, repo, installation, pull, settings, store)
-    store.close()
+    return World(fake, repo, installation, pull, settings, Store(database_url))
 
 
 def example_log(name: str) -> bytes:

@@ -21,6 +21,7 @@ from prometheus_client import REGISTRY
 from services import create_database, db_url, drop_database, queue_url, start_postgres
 
 from triage_bot.events import InstallationChange
+from triage_bot.failure_records import JobFailure, TriagedRun
 from triage_bot.ledger import NewJob
 from triage_bot.queue import (
     JobContext,
@@ -31,7 +32,7 @@ from triage_bot.queue import (
     huey_for_url,
     set_handler,
 )
-from triage_bot.store import JobFailure, LockTimeout, Store
+from triage_bot.store import LockTimeout, Store
 from triage_bot.worker import EmbeddedWorker
 
 __all__ = ["db_url", "queue_url"]  # fixtures
@@ -189,10 +190,31 @@ def test_triages_comments_and_job_failures(store: Store) -> None:
     comment = store.comment("o/r", 7)
     assert comment is not None and not comment.outdated and comment.body_hash == "h2"
 
-    failure = JobFailure("o/r", "CI", "test (3.11)", "python-type-error", "KV:x", "base1", 3)
-    store.record_job_failures([failure])
+
+def test_a_triaged_run_is_recorded_with_its_failures_and_replaced_as_one(store: Store) -> None:
+    failure = JobFailure("o/r", "CI", "test", "python-type-error", '["x"]', "base1", 2**40)
+    other = JobFailure("o/r", "CI", "build", "rust-too-many-open-files", "[]", "base1", 2**40)
+    assert store.failures.run("o/r", 2**40) is None  # never triaged
+    partial = TriagedRun("o/r", 2**40, 1, 77, "base1", complete=False)
+    assert store.failures.record(partial, [failure, failure])  # one row per distinct failure
     assert store.job_failures("o/r", "base1") == [failure]
     assert store.job_failures("o/r", "other") == []
+    # The same attempt triaged once it finished: it replaces the partial findings.
+    complete = TriagedRun("o/r", 2**40, 1, 77, "base1", complete=True, partial_logs=1)
+    assert store.failures.record(complete, [failure, other])
+    assert store.failures.of_run("o/r", 2**40) == [failure, other]
+    assert store.failures.run("o/r", 2**40) == complete
+    # A partial triage of that attempt arriving late changes nothing; a second complete one
+    # (a job run again after its worker died) replaces it without doubling a row.
+    assert not store.failures.record(partial, [])
+    assert store.failures.record(complete, [other])
+    assert store.failures.of_run("o/r", 2**40) == [other]
+    # A re-run's attempt that recognised nothing is told apart from "never triaged".
+    second = TriagedRun("o/r", 2**40, 2, 77, "base1", complete=True)
+    assert store.failures.record(second, [])
+    assert store.failures.of_run("o/r", 2**40) == [] and store.failures.run("o/r", 2**40) == second
+    assert not store.failures.record(complete, [failure])  # an older attempt, late
+    assert store.failures.of_run("o/r", 2**40) == []
 
 
 def test_a_job_is_claimed_by_one_worker(store: Store) -> None:

@@ -15,10 +15,8 @@ is what lets the queue simply run a job again after a worker died half-way throu
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
-import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -26,7 +24,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from triage_bot import logs
+from triage_bot import baseline, logs
+from triage_bot.baseline import base_job_name as base_job_name  # where it used to live
 from triage_bot.catalog import load_catalog
 from triage_bot.classify import CompiledCatalog, JobClassifier, JobResult
 from triage_bot.config import DEFAULT_MAX_LOG_BYTES, Settings, load_settings
@@ -48,7 +47,7 @@ from triage_bot.render import COMMENT_MARKER, render_comment
 from triage_bot.repo_config import RepoConfig
 from triage_bot.report import Job, Report, build_report, report_json
 from triage_bot.retry import auto_retry
-from triage_bot.store import JobFailure, Store
+from triage_bot.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -56,8 +55,6 @@ log = logging.getLogger(__name__)
 # classification, few enough not to look like a burst to GitHub's secondary rate limits.
 LOG_CONCURRENCY = 4
 OUTDATED_NOTE = "> **Outdated**: new commits were pushed"
-_MATRIX_SUFFIX = re.compile(r"\s+\([^()]*\)$")
-_CAPTURES_KEY_CHARS = 400
 
 
 @cache
@@ -182,6 +179,7 @@ class Target:
     number: int
     head_sha: str
     skip: str | None = None  # "stale", "closed": reason not to post
+    base_ref: str = ""  # the branch it merges into, for the base-branch comparison
 
 
 def handle_job(
@@ -247,24 +245,29 @@ def triage_job(
         if targets and all(t.skip for t in targets):
             log.info("run %s of %s: not triaged: %s", run_id, repo, _skips(targets))
             return {**summary, "skipped": _skips(targets), "comments": []}
-        report, body = triage_run(
+        catalog = builtin_catalog()
+        report, _ = triage_run(
             client,
             repo,
             run_id,
             int(attempt),
-            builtin_catalog(),
+            catalog,
             max_log_bytes=settings.max_log_bytes,
             run=run,
         )
+        baseline.record_triage(store, repo, run, int(attempt), report)
+        bases = (t.base_ref for t in targets if not t.skip)
+        compared = baseline.compare(client, store, run, report, bases, catalog, settings)
         if on_report is not None:
-            on_report(report)
-        _record_failures(store, repo, run, report)
-        comments = [_post(client, store, repo, run, t, body, dry_run) for t in targets]
+            on_report(compared.report)
+        comments = [
+            _post(client, store, repo, run, t, compared.body(t.base_ref), dry_run) for t in targets
+        ]
         # RepoConfig(): the defaults, until the per-repository config loader is wired in.
         retried = auto_retry(
             client, store, repo, run, int(attempt), report, config or RepoConfig(), dry_run=dry_run
         )
-    result = {**report_json(report), **summary, "comments": comments}
+    result = {**report_json(compared.report), **summary, "comments": comments}
     return result if retried is None else {**result, "auto_retry": retried}
 
 
@@ -285,7 +288,7 @@ def _target(client: GitHubClient, repo: str, run: WorkflowRun, number: int) -> T
         # The pull request has moved on: this run's comment would describe old code, and the
         # run of the new head will (or did) write the comment.
         return Target(number, pull.head_sha, "stale")
-    return Target(number, pull.head_sha)
+    return Target(number, pull.head_sha, base_ref=pull.base_ref)
 
 
 def _skips(targets: Sequence[Target]) -> str:
@@ -315,39 +318,6 @@ def _post(
         store.record_comment(repo, target.number, result.id, _hash(body), run.head_sha)
     log.info("%s#%d: comment %d %s", repo, target.number, result.id, result.action)
     return {"pr": target.number, "action": result.action, "id": result.id}
-
-
-def _record_failures(store: Store, repo: str, run: WorkflowRun, report: Report) -> None:
-    """Keep each job's root cause by commit, for the later base-branch comparison."""
-    seen = {
-        (f.run_id, f.job_name, f.signature, f.captures_key)
-        for f in store.job_failures(repo, run.head_sha)
-    }
-    failures = []
-    for job in report.jobs:
-        root = job.result.root_cause
-        if root is None:
-            continue
-        key = json.dumps(list(root.key[1]), ensure_ascii=False)[:_CAPTURES_KEY_CHARS]
-        failure = JobFailure(
-            repo,
-            run.name or None,
-            base_job_name(job.name),
-            root.signature.id,
-            key,
-            run.head_sha,
-            run.id,
-        )
-        # A job run again (its worker died) must not count its failures twice.
-        if (failure.run_id, failure.job_name, failure.signature, key) not in seen:
-            seen.add((failure.run_id, failure.job_name, failure.signature, key))
-            failures.append(failure)
-    store.record_job_failures(failures)
-
-
-def base_job_name(name: str) -> str:
-    """The job's name without its matrix values: "test (3.11, ubuntu)" -> "test"."""
-    return _MATRIX_SUFFIX.sub("", name) or name
 
 
 def _run_json(run: WorkflowRun, attempt: object) -> dict[str, Any]:

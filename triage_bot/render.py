@@ -16,7 +16,7 @@ import jinja2.sandbox
 
 from triage_bot import resources, sanitize
 from triage_bot.catalog import Signature
-from triage_bot.report import Group, Job, Report
+from triage_bot.report import BaseRun, Group, Job, Report
 
 COMMENT_MARKER = "<!-- triage-bot:sticky-comment -->"
 MAX_COMMENT_CHARS = 65_536
@@ -132,6 +132,23 @@ def _group_view(group: Group, detail: Detail) -> dict[str, Any]:
             if len(values) > 1
         ],
         "evidence": _evidence(first_job, detail, match.line, match.before, match.text, match.after),
+        "base": _base_view(group.base),
+    }
+
+
+def _base_view(base: BaseRun | None) -> dict[str, Any] | None:
+    return None if base is None else {"branch": base.branch, "url": base.run_url}
+
+
+def _comparison_view(report: Report) -> dict[str, Any] | None:
+    """How the failures compare with the base branch's run, when they were compared."""
+    if report.base is None:
+        return None
+    also = sum(1 for group in report.groups if group.base is not None)
+    return {
+        **(_base_view(report.base) or {}),
+        "new": len(report.groups) - also,
+        "also": also,
     }
 
 
@@ -166,6 +183,7 @@ def _context(report: Report, detail: Detail, limit: int | None) -> dict[str, Any
         "hidden_unmatched": len(unmatched) - len(unmatched[:limit]),
         "notes": [*report.footer_notes, *_truncation_notes(report)],
         "catalog_url": CATALOG_URL,
+        "base": _comparison_view(report),
     }
 
 

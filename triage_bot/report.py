@@ -35,6 +35,15 @@ class Job:
         return self.result.name
 
 
+@dataclass(frozen=True)
+class BaseRun:
+    """The base branch's run that a pull request's failures were compared with."""
+
+    branch: str
+    run_url: str
+    conclusion: str
+
+
 @dataclass
 class Group:
     signature: Signature
@@ -42,6 +51,8 @@ class Group:
     jobs: list[Job]
     # The first job's match: the evidence and the captures the summary and fix use.
     example: Match
+    # Set when the same failure is in the base branch's run: likely not the pull request's.
+    base: BaseRun | None = None
 
     @property
     def job_names(self) -> list[str]:
@@ -56,6 +67,8 @@ class Report:
     url: str | None = None
     head_sha: str | None = None
     footer_notes: list[str] = field(default_factory=list)
+    # The base branch's run the groups were compared with (None: no comparison was made).
+    base: BaseRun | None = None
 
     @property
     def unmatched(self) -> list[Job]:
@@ -135,7 +148,19 @@ def report_json(report: Report) -> dict[str, Any]:
             "title": group.signature.title,
             "captures": group.captures,
             "jobs": group.job_names,
+            "base": base_json(group.base),
         }
         for group in report.groups
     ]
-    return {"version": JSON_VERSION, "jobs": jobs, "groups": groups}
+    return {
+        "version": JSON_VERSION,
+        "jobs": jobs,
+        "groups": groups,
+        "base": base_json(report.base),
+    }
+
+
+def base_json(base: BaseRun | None) -> dict[str, str] | None:
+    if base is None:
+        return None
+    return {"branch": base.branch, "run_url": base.run_url, "conclusion": base.conclusion}

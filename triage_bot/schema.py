@@ -14,6 +14,8 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     Column,
+    ColumnElement,
+    Connection,
     DateTime,
     Dialect,
     Index,
@@ -25,6 +27,8 @@ from sqlalchemy import (
     TypeDecorator,
     UniqueConstraint,
 )
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -47,6 +51,24 @@ class UTCDateTime(TypeDecorator[datetime]):
 
 def now() -> datetime:
     return datetime.now(UTC)
+
+
+def upsert(
+    conn: Connection,
+    table: Table,
+    row: dict[str, Any],
+    keys: list[str],
+    where: ColumnElement[bool] | None = None,
+) -> bool:
+    """INSERT ... ON CONFLICT DO UPDATE (only `where` it holds), one atomic statement on both
+    databases, so two writers of the same key never race between a SELECT and an INSERT.
+    True when the row was written (told by RETURNING: the rowcount of an upsert is not
+    reliable across drivers)."""
+    make = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
+    statement = make(table).values(**row)
+    changes = {name: statement.excluded[name] for name in row if name not in keys}
+    upserted = statement.on_conflict_do_update(index_elements=keys, set_=changes, where=where)
+    return conn.execute(upserted.returning(*(table.c[key] for key in keys))).first() is not None
 
 
 metadata = MetaData()
@@ -136,6 +158,22 @@ job_failures = Table(
     Column("recorded_at", UTCDateTime(), nullable=False),
     Index("ix_job_failures_commit", "repo", "commit_sha"),
     Index("ix_job_failures_signature", "repo", "signature", "captures_key"),
+    Index("ix_job_failures_run", "repo", "run_id"),
+)
+
+# The runs whose failures `job_failures` holds (one row a run, its latest attempt triaged):
+# what tells "triaged, nothing recognised" from "never triaged" (triage_bot.failure_records).
+triaged_runs = Table(
+    "triaged_runs",
+    metadata,
+    Column("repo", String(255), primary_key=True),
+    Column("run_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("run_attempt", BigInteger, nullable=False),
+    Column("workflow_id", BigInteger),
+    Column("commit_sha", String(64), nullable=False),
+    Column("complete", Boolean, nullable=False),  # the run had finished when triaged
+    Column("partial_logs", Integer, nullable=False),  # failed jobs whose log was not read whole
+    Column("recorded_at", UTCDateTime(), nullable=False),
 )
 
 # The job ledger: every queued job has a row here before it is pushed to huey, so a job that

@@ -16,16 +16,14 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, delete, event, insert, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.pool import ConnectionPoolEntry
@@ -33,13 +31,13 @@ from sqlalchemy.pool import ConnectionPoolEntry
 from triage_bot import schema
 from triage_bot.config import normalize_database_url
 from triage_bot.events import InstallationChange
+from triage_bot.failure_records import FailureRecords, JobFailure
 from triage_bot.ledger import JobLedger, NewJob
 from triage_bot.schema import (
     claims,
     comments,
     deliveries,
     installations,
-    job_failures,
     locks,
     triages,
 )
@@ -93,18 +91,6 @@ class Comment:
     updated_at: datetime
 
 
-@dataclass(frozen=True)
-class JobFailure:
-    repo: str
-    workflow: str | None
-    job_name: str
-    signature: str
-    captures_key: str
-    commit_sha: str
-    run_id: int
-    recorded_at: datetime | None = field(default=None, compare=False)
-
-
 def make_engine(url: str) -> Engine:
     url = normalize_database_url(url)
     parsed = make_url(url)
@@ -136,6 +122,7 @@ class Store:
         self.url = normalize_database_url(url)
         self.engine = make_engine(self.url)
         self.jobs = JobLedger(self.engine)
+        self.failures = FailureRecords(self.engine)
         if create:
             schema.metadata.create_all(self.engine)
 
@@ -350,16 +337,20 @@ class Store:
             )
         return result.rowcount > 0
 
-    @contextmanager
     def comment_lock(
         self, repo: str, pr_number: int, *, wait: float = 60.0, ttl: float = 120.0
-    ) -> Iterator[None]:
+    ) -> AbstractContextManager[None]:
         """Hold the pull request's comment lock: find-or-create-then-edit under it.
 
         `ttl` bounds how long a dead holder blocks others; keep the work under it short
         (look up, create or edit one comment, record it).
         """
-        name = f"comment:{repo}#{pr_number}"
+        return self.lock(f"comment:{repo}#{pr_number}", wait=wait, ttl=ttl)
+
+    @contextmanager
+    def lock(self, name: str, *, wait: float, ttl: float) -> Iterator[None]:
+        """Hold the lock `name` (waiting up to `wait` seconds, else LockTimeout) for at most
+        `ttl` seconds: after that another holder may take it over."""
         owner = uuid.uuid4().hex
         deadline, delay = time.monotonic() + wait, 0.005
         while not self.try_lock(name, owner, ttl):
@@ -408,38 +399,14 @@ class Store:
 
     # -- job failures (for the base-branch comparison) ---------------------------------------
 
-    def record_job_failures(self, failures: Sequence[JobFailure]) -> None:
-        if not failures:
-            return
-        now = schema.now()
-        rows = [
-            {name: getattr(f, name) for name in JobFailure.__dataclass_fields__}
-            | {"recorded_at": now}
-            for f in failures
-        ]
-        with self.engine.begin() as conn:
-            conn.execute(insert(job_failures), rows)
-
     def job_failures(self, repo: str, commit_sha: str) -> list[JobFailure]:
         """The failures recorded for one commit (e.g. the base of a pull request)."""
-        columns = [getattr(job_failures.c, name) for name in JobFailure.__dataclass_fields__]
-        query = (
-            select(*columns)
-            .where(job_failures.c.repo == repo, job_failures.c.commit_sha == commit_sha)
-            .order_by(job_failures.c.id)
-        )
-        with self.engine.connect() as conn:
-            return [JobFailure(*row) for row in conn.execute(query)]
+        return self.failures.of_commit(repo, commit_sha)
 
     # -- helpers -----------------------------------------------------------------------------
 
     def _upsert(self, conn: Connection, table: Any, row: dict[str, Any], keys: list[str]) -> None:
-        # One atomic statement (INSERT ... ON CONFLICT DO UPDATE) on both databases, so two
-        # writers of the same key never race between a SELECT and an INSERT.
-        make = pg_insert if self.dialect == "postgresql" else sqlite_insert
-        statement = make(table).values(**row)
-        changes = {name: statement.excluded[name] for name in row if name not in keys}
-        conn.execute(statement.on_conflict_do_update(index_elements=keys, set_=changes))
+        schema.upsert(conn, table, row, keys)
 
 
 def _run_key(repo: str, run_id: int, run_attempt: int) -> tuple[Any, ...]:
