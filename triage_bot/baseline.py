@@ -136,7 +136,7 @@ def compare_with_base(
     try:
         base = latest_base_run(client, run, base_ref)
         if base is None:
-            return _noted(report, f"no finished run of this workflow on {base_ref} to compare with")
+            return report  # a new workflow, or a branch with no runs: nothing to tell
         compared = BaseRun(base_ref, base.html_url, base.conclusion or "")
         if base.conclusion == "success":
             return mark(report, compared, set())
