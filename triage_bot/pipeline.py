@@ -23,11 +23,9 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
-from triage_bot import logs
-from triage_bot.catalog import load_catalog
+from triage_bot import check_run, logs
 from triage_bot.classify import CompiledCatalog, JobClassifier, JobResult
 from triage_bot.config import DEFAULT_MAX_LOG_BYTES, Settings, load_settings
 from triage_bot.github import (
@@ -45,7 +43,8 @@ from triage_bot.github import Job as GitHubJob
 from triage_bot.github_http import tls_context
 from triage_bot.queue import JobContext, PermanentJobError, RetryLater
 from triage_bot.render import COMMENT_MARKER, render_comment
-from triage_bot.repo_config import RepoConfig
+from triage_bot.repo_catalog import builtin_catalog as builtin_catalog  # re-exported
+from triage_bot.repo_config import RepoConfig, repo_setup, skip_reason
 from triage_bot.report import Job, Report, build_report, report_json
 from triage_bot.retry import auto_retry
 from triage_bot.store import JobFailure, Store
@@ -58,12 +57,6 @@ LOG_CONCURRENCY = 4
 OUTDATED_NOTE = "> **Outdated**: new commits were pushed"
 _MATRIX_SUFFIX = re.compile(r"\s+\([^()]*\)$")
 _CAPTURES_KEY_CHARS = 400
-
-
-@cache
-def builtin_catalog() -> CompiledCatalog:
-    """The built-in catalog, compiled once per process."""
-    return CompiledCatalog(load_catalog())
 
 
 _pool_lock = threading.Lock()
@@ -98,8 +91,10 @@ def triage_run(
     *,
     max_log_bytes: int = DEFAULT_MAX_LOG_BYTES,
     run: WorkflowRun | None = None,
+    setup_problems: Sequence[str] = (),
 ) -> tuple[Report, str]:
-    """Triage one attempt of a run (None: the latest); the report and the comment's body."""
+    """Triage one attempt of a run (None: the latest); the report and the comment's body.
+    `setup_problems`: what is wrong with the repository's config, for the footer."""
     run = run or client.get_run(repo, run_id)
     listed = client.list_jobs(repo, run_id, attempt)
     futures = [
@@ -113,6 +108,7 @@ def triage_run(
         url=run.html_url,
         head_sha=run.head_sha,
         footer_notes=_run_notes(run, listed.cancelled),
+        setup_problems=list(setup_problems),
     )
     return report, render_comment(report)
 
@@ -237,7 +233,8 @@ def triage_job(
     """A "triage" job: triage the run, post or edit the comment, record the failures, and
     re-run the jobs a re-run cures when the repository's config asks for it.
 
-    `on_report` sees the report before anything is posted (the command line prints it)."""
+    `on_report` sees the report before anything is posted (the command line prints it);
+    `config`, when given, stands for the repository's `.github/triage-bot.yml`."""
     repo, run_id, attempt = str(payload["repo"]), int(payload["run_id"]), payload["run_attempt"]
     with client_for(settings, payload, options) as client:
         run = client.get_run(repo, run_id)
@@ -247,22 +244,33 @@ def triage_job(
         if targets and all(t.skip for t in targets):
             log.info("run %s of %s: not triaged: %s", run_id, repo, _skips(targets))
             return {**summary, "skipped": _skips(targets), "comments": []}
+        setup = repo_setup(client, repo)  # .github/triage-bot.yml and the repo's signatures
+        config = config or setup.config
+        skip = skip_reason(config, run.name, run.path)
+        if skip:
+            log.info("run %s of %s: not triaged: %s", run_id, repo, skip)
+            return {**summary, "skipped": skip, "comments": []}
         report, body = triage_run(
             client,
             repo,
             run_id,
             int(attempt),
-            builtin_catalog(),
+            setup.catalog,
             max_log_bytes=settings.max_log_bytes,
             run=run,
+            setup_problems=setup.problems,
         )
         if on_report is not None:
             on_report(report)
         _record_failures(store, repo, run, report)
-        comments = [_post(client, store, repo, run, t, body, dry_run) for t in targets]
-        # RepoConfig(): the defaults, until the per-repository config loader is wired in.
+        posts = targets if config.wants_comment else []
+        comments = [_post(client, store, repo, run, t, body, dry_run) for t in posts]
+        if config.wants_check_run:
+            summary["check_run"] = check_run.publish(
+                client, store, repo, run, report, dry_run=dry_run
+            )
         retried = auto_retry(
-            client, store, repo, run, int(attempt), report, config or RepoConfig(), dry_run=dry_run
+            client, store, repo, run, int(attempt), report, config, dry_run=dry_run
         )
     result = {**report_json(report), **summary, "comments": comments}
     return result if retried is None else {**result, "auto_retry": retried}

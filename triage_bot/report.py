@@ -56,6 +56,8 @@ class Report:
     url: str | None = None
     head_sha: str | None = None
     footer_notes: list[str] = field(default_factory=list)
+    # What is wrong with the repository's config or signatures: "file:line: reason" each.
+    setup_problems: list[str] = field(default_factory=list)
 
     @property
     def unmatched(self) -> list[Job]:

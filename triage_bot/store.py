@@ -359,7 +359,12 @@ class Store:
         `ttl` bounds how long a dead holder blocks others; keep the work under it short
         (look up, create or edit one comment, record it).
         """
-        name = f"comment:{repo}#{pr_number}"
+        with self.lock(f"comment:{repo}#{pr_number}", wait=wait, ttl=ttl):
+            yield
+
+    @contextmanager
+    def lock(self, name: str, *, wait: float = 60.0, ttl: float = 120.0) -> Iterator[None]:
+        """Hold the lock called `name` (waiting up to `wait` seconds); see comment_lock."""
         owner = uuid.uuid4().hex
         deadline, delay = time.monotonic() + wait, 0.005
         while not self.try_lock(name, owner, ttl):
