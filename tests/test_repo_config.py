@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from fakegithub import FakeGitHub
+from helpers import ROOT
 from repo_world import (
     FROB_LOG,
     GADGETS,
@@ -23,7 +24,9 @@ from repo_world import (
     make_world,
 )
 
+from triage_bot.repo_catalog import builtin_catalog, load_repo_signatures
 from triage_bot.repo_config import CONFIG_PATH, RepoConfig, parse_config, skip_reason
+from triage_bot.repo_files import RepoFile
 
 TWO_FAILURES = (MODULE_NOT_FOUND, UNEXPECTED_KEYWORD)
 
@@ -245,3 +248,33 @@ def test_skip_reason_names_the_workflow_or_the_switch() -> None:
     assert skip_reason(only, "CI", ".github/workflows/ci.yml@refs/heads/main") is None
     other = skip_reason(only, "Nightly", ".github/workflows/nightly.yml")
     assert other is not None and "'Nightly'" in other
+
+
+def test_repository_signatures_are_checked_as_catalog_lint_and_test_check_builtin_ones() -> None:
+    folder = ".github/triage-bot/patterns"
+    lost_keyword = OWN_SIGNATURE_TEXT.replace('keywords: ["FROB-SYNC"]', 'keywords: ["FROB-SINK"]')
+    wrong_capture = OWN_SIGNATURE_TEXT.replace("captures: {name: alpha}", "captures: {name: beta}")
+    files = [
+        RepoFile(f"{folder}/a/widgets-frob-out-of-sync.yml", "1", OWN_SIGNATURE_TEXT),
+        RepoFile(f"{folder}/b/widgets-frob-out-of-sync.yml", "2", OWN_SIGNATURE_TEXT),
+        RepoFile(f"{folder}/c/widgets-frob-out-of-sync.yml", "3", lost_keyword),
+        RepoFile(f"{folder}/d/widgets-frob-out-of-sync.yml", "4", wrong_capture),
+        RepoFile(f"{folder}/huge.yml", "5", None, "larger than 65,536 bytes"),
+    ]
+    loaded = load_repo_signatures(WIDGETS, files)
+    assert [s.id for s in loaded.signatures] == ["widgets-frob-out-of-sync"]
+    assert loaded.signatures[0].origin == WIDGETS
+    first, second, third, fourth = loaded.problems
+    assert first.startswith(f"{folder}/b/widgets-frob-out-of-sync.yml:1: duplicate id")
+    assert third.startswith(f"{folder}/d/widgets-frob-out-of-sync.yml:13: expected")
+    assert second.startswith(f"{folder}/c/widgets-frob-out-of-sync.yml:13: keyword 'FROB-SINK'")
+    assert fourth == f"{folder}/huge.yml: larger than 65,536 bytes; skipped"
+
+
+def test_the_readme_example_is_a_valid_config() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    example = readme.split("# .github/triage-bot.yml\n", 1)[1].split("```", 1)[0]
+    config, problems = parse_config(example)
+    assert problems == [] and config.report == "both" and config.workflows
+    known = {s.id for s in builtin_catalog().catalog.signatures}
+    assert set(config.disabled_signatures) <= known

@@ -47,7 +47,7 @@ def load_repo_signatures(repo: str, files: Sequence[RepoFile]) -> RepoSignatures
             problems.append(f"{file.path}: {file.problem}; skipped")
             continue
         signature, found = _checked(repo, file.path, file.text)
-        if signature is not None and signature.id in seen:
+        if signature is not None and not found and signature.id in seen:
             found = [f"{file.path}:1: duplicate id {signature.id!r}, also in {seen[signature.id]}"]
         if signature is None or found:
             problems.extend(found)
