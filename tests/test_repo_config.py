@@ -278,3 +278,22 @@ def test_the_readme_example_is_a_valid_config() -> None:
     assert problems == [] and config.report == "both" and config.workflows
     known = {s.id for s in builtin_catalog().catalog.signatures}
     assert set(config.disabled_signatures) <= known
+
+
+@pytest.mark.parametrize(
+    ("summary", "refused"),
+    [
+        ('"{{ name * 100000000 }}"', "summary uses mul"),
+        ("\"{{ name|replace('a', 'bb') }}\"", "summary uses the filter 'replace'"),
+        ('"{% for c in name %}{{ c }}{% endfor %}"', "summary uses for"),
+        ('"{{ name.split() }}"', "summary uses call"),
+        ('"{% if name > 3 %}big{% endif %}"', "summary uses the comparison 'gt'"),
+        ('"{{ name + 1 }}"', "summary uses add"),
+    ],
+)
+def test_a_repository_signatures_templates_may_not_compute(summary: str, refused: str) -> None:
+    text = OWN_SIGNATURE_TEXT.replace('"frobnicator {{ name | code }} is out of sync"', summary)
+    loaded = load_repo_signatures(WIDGETS, [RepoFile(OWN_SIGNATURE, "1", text)])
+    assert loaded.signatures == ()
+    [problem] = loaded.problems
+    assert problem.startswith(f"{OWN_SIGNATURE}:8: {refused}, which a repository's signature")

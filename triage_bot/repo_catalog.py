@@ -7,6 +7,10 @@ the prefilter), except that its `.log` window is optional. A broken one is a pro
 is left out; the rest still run. A repository's signature with the id of a built-in one
 replaces the built-in one, for that repository only: that is how a repository rewrites the
 fix of a failure for its own setup.
+
+Their `summary` and `fix` templates run in every worker, for every repository's triage, so
+they may use less than a built-in's: captures, `if`, comparisons, and a few filters that
+cannot blow up (no arithmetic, calls, loops or `replace`), and a bounded number of captures.
 """
 
 from __future__ import annotations
@@ -17,10 +21,40 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from triage_bot.catalog import Catalog, Signature, load_catalog, load_signature_text
+import jinja2
+from jinja2 import nodes
+
+from triage_bot.catalog import (
+    Catalog,
+    Signature,
+    load_catalog,
+    load_signature_text,
+    signature_line,
+)
 from triage_bot.catalog_check import inline_tests, lint_rules
 from triage_bot.classify import CompiledCatalog
 from triage_bot.repo_files import RepoFile
+
+# What a repository's templates may hold: output, captures, constants, conditions.
+_TEMPLATE_NODES = (
+    nodes.Template,
+    nodes.Output,
+    nodes.TemplateData,
+    nodes.Name,
+    nodes.Const,
+    nodes.Filter,
+    nodes.Test,
+    nodes.If,
+    nodes.CondExpr,
+    nodes.And,
+    nodes.Or,
+    nodes.Not,
+    nodes.Compare,
+    nodes.Operand,
+)
+_TEMPLATE_FILTERS = {"code", "verbatim", "default", "trim", "lower", "upper"}
+_TEMPLATE_COMPARISONS = {"eq", "ne"}
+MAX_TEMPLATE_NAMES = 100
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +95,41 @@ def _checked(repo: str, path: str, text: str) -> tuple[Signature | None, list[st
     signature, problems = load_signature_text(Path(path), text, origin=repo, keep_source=True)
     if signature is None:
         return None, [str(p) for p in problems]
+    unsafe = [p for name in ("summary", "fix") if (p := _template_problem(signature, name))]
+    if unsafe:
+        return signature, unsafe  # not rendered, not even by lint
     _count, failures = inline_tests(signature)
     return signature, [str(p) for p in lint_rules(signature)] + [str(f) for f in failures]
+
+
+def _template_problem(signature: Signature, field: str) -> str | None:
+    where = f"{signature.path}:{signature_line(signature, [field]) or 1}: {field}"
+    try:
+        tree = jinja2.Environment().parse(getattr(signature, field))
+    except jinja2.TemplateSyntaxError as exc:
+        return f"{where} does not parse: {exc}"
+    names = 0
+    for node in tree.find_all(nodes.Node):
+        names += isinstance(node, nodes.Name)
+        refused = _refused(node)
+        if refused:
+            return (
+                f"{where} uses {refused}, which a repository's signature may not "
+                f"(captures, if, ==, != and the filters {', '.join(sorted(_TEMPLATE_FILTERS))})"
+            )
+    if names > MAX_TEMPLATE_NAMES:
+        return f"{where} names captures {names} times; at most {MAX_TEMPLATE_NAMES}"
+    return None
+
+
+def _refused(node: nodes.Node) -> str | None:
+    if not isinstance(node, _TEMPLATE_NODES):
+        return type(node).__name__.lower()
+    if isinstance(node, nodes.Filter) and node.name not in _TEMPLATE_FILTERS:
+        return f"the filter {node.name!r}"
+    if isinstance(node, nodes.Operand) and node.op not in _TEMPLATE_COMPARISONS:
+        return f"the comparison {node.op!r}"
+    return None
 
 
 def compile_catalog(
