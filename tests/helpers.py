@@ -5,6 +5,9 @@ from __future__ import annotations
 import textwrap
 from functools import cache
 from pathlib import Path
+from typing import Any
+
+from fakegithub.models import WorkflowRun
 
 from triage_bot.catalog import Catalog, load_catalog
 from triage_bot.classify import CompiledCatalog, JobResult, classify
@@ -39,3 +42,24 @@ def write_signature(folder: Path, ident: str, body: str) -> Path:
     path = folder / f"{ident}.yml"
     path.write_text(textwrap.dedent(body).lstrip(), encoding="utf-8")
     return path
+
+
+def triage_payload(
+    repo: str, installation_id: int, run: WorkflowRun, **changes: Any
+) -> dict[str, Any]:
+    """The queue job events.py makes of this run's workflow_run webhook."""
+    job: dict[str, Any] = {
+        "kind": "triage",
+        "trigger": "workflow_run",
+        "repo": repo,
+        "installation_id": installation_id,
+        "run_id": run.id,
+        "run_attempt": run.run_attempt,
+        "head_sha": run.head_sha,
+        "head_branch": run.head_branch,
+        "pull_requests": list(run.pull_request_numbers),
+        "find_pr": not run.pull_request_numbers,
+        "workflow": run.name,
+        "conclusion": "failure",
+    }
+    return {**job, **changes}

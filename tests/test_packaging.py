@@ -31,6 +31,7 @@ def test_wheel_carries_patterns_and_templates_and_works_outside_the_checkout(
     }
     assert shipped <= carried
     assert "templates/comment.md.j2" in carried and "patterns/schema.json" in carried
+    assert "triage_bot/repo_config.schema.json" in names
     unpacked = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(unpacked)
     done = subprocess.run(

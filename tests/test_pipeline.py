@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from fakegithub import FakeGitHub, NewJob
 from fakegithub.models import Installation, Job, PullRequest, Repo, WorkflowRun
-from helpers import EXAMPLES
+from helpers import EXAMPLES, triage_payload
 from prometheus_client import REGISTRY
 
 from triage_bot.config import Settings
@@ -104,21 +104,7 @@ def failed_run(world: World, names: tuple[str, ...] = THREE, **kw: Any) -> Workf
 
 def payload(world: World, run: WorkflowRun, **changes: Any) -> dict[str, Any]:
     """The job events.py makes of this run's workflow_run webhook."""
-    job: dict[str, Any] = {
-        "kind": "triage",
-        "trigger": "workflow_run",
-        "repo": REPO,
-        "installation_id": world.installation.id,
-        "run_id": run.id,
-        "run_attempt": run.run_attempt,
-        "head_sha": run.head_sha,
-        "head_branch": run.head_branch,
-        "pull_requests": list(run.pull_request_numbers),
-        "find_pr": not run.pull_request_numbers,
-        "workflow": run.name,
-        "conclusion": "failure",
-    }
-    return {**job, **changes}
+    return triage_payload(REPO, world.installation.id, run, **changes)
 
 
 def triage(world: World, run: WorkflowRun, **kw: Any) -> dict[str, Any]:

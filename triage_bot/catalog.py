@@ -72,6 +72,9 @@ class Signature:
     path: Path
     # Where the file sits, for messages: "builtin" or a repository's name.
     origin: str = "builtin"
+    # The file's text when it was not read from `path` (a repository's signature, fetched
+    # from GitHub): messages find their lines in it, never in a local file of that name.
+    source: str | None = field(default=None, repr=False, compare=False)
 
     @property
     def generic(self) -> bool:
@@ -202,6 +205,14 @@ def load_signature(
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         return None, [Problem(path, None, f"cannot read: {exc}")]
+    return load_signature_text(path, text, origin=origin)
+
+
+def load_signature_text(
+    path: Path, text: str, *, origin: str = "builtin", keep_source: bool = False
+) -> tuple[Signature | None, list[Problem]]:
+    """Validate and build one signature from its text; `path` names it in messages (and its
+    stem must equal the id). `keep_source`: the text is not at `path` on this disk."""
     try:
         data = yaml.load(text, Loader=_YamlLoader)
     except yaml.YAMLError as exc:
@@ -218,24 +229,27 @@ def load_signature(
         ]
     problems = [
         Problem(
-            path, _line_of(text, list(err.absolute_path)), _schema_message(err), _schema_hint(err)
+            path,
+            line_in_text(text, list(err.absolute_path)),
+            _schema_message(err),
+            _schema_hint(err),
         )
         for err in sorted(_validator().iter_errors(data), key=lambda e: list(map(str, e.path)))
     ]
     if problems:
         return None, problems
-    return _build(path, text, data, origin)
+    return _build(path, text, data, origin, text if keep_source else None)
 
 
 def _build(
-    path: Path, text: str, data: dict[str, Any], origin: str
+    path: Path, text: str, data: dict[str, Any], origin: str, source: str | None
 ) -> tuple[Signature | None, list[Problem]]:
     problems: list[Problem] = []
     if data["id"] != path.stem:
         problems.append(
             Problem(
                 path,
-                _line_of(text, ["id"]),
+                line_in_text(text, ["id"]),
                 f"id {data['id']!r} differs from the file name {path.stem!r}",
                 f"rename the file to {data['id']}.yml or set id: {path.stem}",
             )
@@ -246,7 +260,7 @@ def _build(
         problems.append(
             Problem(
                 path,
-                _line_of(text, ["pattern"]),
+                line_in_text(text, ["pattern"]),
                 f"pattern does not compile: {exc}",
                 "patterns use the `regex` module's syntax; escape ( [ . * + ? literally",
             )
@@ -258,7 +272,7 @@ def _build(
             problems.append(
                 Problem(
                     path,
-                    _line_of(text, ["group_by"]),
+                    line_in_text(text, ["group_by"]),
                     f"group_by names {name!r}, which is not a named group of the pattern",
                     "add (?P<name>...) to the pattern or drop it from group_by",
                 )
@@ -289,6 +303,7 @@ def _build(
         no_match_examples=tuple(tests.get("no_match", [])),
         path=path,
         origin=origin,
+        source=source,
     )
     return signature, []
 
@@ -296,12 +311,19 @@ def _build(
 def line_of_key(path: Path, keys: list[str | int]) -> int | None:
     """The line of a key inside a signature file, for messages about it."""
     try:
-        return _line_of(path.read_text(encoding="utf-8"), keys)
+        return line_in_text(path.read_text(encoding="utf-8"), keys)
     except OSError:
         return None
 
 
-def _line_of(text: str, keys: list[str | int]) -> int | None:
+def signature_line(signature: Signature, keys: list[str | int]) -> int | None:
+    """The line of a key inside a signature's file, wherever its text came from."""
+    if signature.source is not None:
+        return line_in_text(signature.source, keys)
+    return line_of_key(signature.path, keys)
+
+
+def line_in_text(text: str, keys: list[str | int]) -> int | None:
     """1-based line of the node at `keys` in the YAML text (the nearest existing parent)."""
     try:
         node: yaml.Node | None = yaml.compose(text, Loader=yaml.SafeLoader)

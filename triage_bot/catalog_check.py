@@ -17,7 +17,7 @@ from pathlib import Path
 import jinja2
 
 from triage_bot import resources
-from triage_bot.catalog import Catalog, Problem, Signature, line_of_key, load_catalog
+from triage_bot.catalog import Catalog, Problem, Signature, load_catalog, signature_line
 from triage_bot.classify import CompiledCatalog, classify
 from triage_bot.render import render_signature_text
 
@@ -64,6 +64,22 @@ def lint(paths: Sequence[Path]) -> tuple[list[Signature], list[Problem]]:
 
 
 def lint_signature(signature: Signature) -> list[Problem]:
+    problems = lint_rules(signature)
+    window = signature.path.with_suffix(".log")
+    if not window.is_file():
+        problems.append(
+            Problem(
+                signature.path,
+                None,
+                f"no log window {window.name} beside the signature",
+                "add a real window of a job log with '#! match:' lines",
+            )
+        )
+    return problems
+
+
+def lint_rules(signature: Signature) -> list[Problem]:
+    """What lint checks of the signature itself (its `.log` window aside)."""
     problems: list[Problem] = []
     path = signature.path
     for index, example in enumerate(signature.match_examples):
@@ -72,7 +88,7 @@ def lint_signature(signature: Signature) -> list[Problem]:
                 problems.append(
                     Problem(
                         path,
-                        line_of_key(path, ["tests", "match", index, "line"]),
+                        signature_line(signature, ["tests", "match", index, "line"]),
                         f"keyword {keyword!r} does not occur in example {example.line!r}",
                         "keywords are literals that every matching line contains",
                     )
@@ -81,7 +97,7 @@ def lint_signature(signature: Signature) -> list[Problem]:
             problems.append(
                 Problem(
                     path,
-                    line_of_key(path, ["tests", "match", index, "line"]),
+                    signature_line(signature, ["tests", "match", index, "line"]),
                     f"none of any_keywords occurs in example {example.line!r}",
                     "every matching line must contain at least one of any_keywords",
                 )
@@ -97,23 +113,13 @@ def lint_signature(signature: Signature) -> list[Problem]:
                 problems.append(
                     Problem(
                         path,
-                        line_of_key(path, [field]),
+                        signature_line(signature, [field]),
                         f"{field} does not render: {exc}",
                         "use only the pattern's named groups",
                     )
                 )
     problems.extend(_prefilter_problems(signature))
     problems.extend(_backtracking(signature))
-    window = path.with_suffix(".log")
-    if not window.is_file():
-        problems.append(
-            Problem(
-                path,
-                None,
-                f"no log window {window.name} beside the signature",
-                "add a real window of a job log with '#! match:' lines",
-            )
-        )
     return problems
 
 
@@ -121,7 +127,7 @@ def _prefilter_problems(signature: Signature) -> list[Problem]:
     if signature.prefilter is None:
         return []
     path = signature.path
-    line = line_of_key(path, ["prefilter"])
+    line = signature_line(signature, ["prefilter"])
     try:
         # Python's `re` runs it where Hyperscan is missing, so both must take it.
         compiled = re.compile(signature.prefilter)
@@ -181,7 +187,7 @@ def _backtracking(signature: Signature) -> list[Problem]:
             return [
                 Problem(
                     signature.path,
-                    line_of_key(signature.path, ["pattern"]),
+                    signature_line(signature, ["pattern"]),
                     f"pattern backtracks catastrophically (over {BACKTRACK_TIMEOUT_S}s on "
                     f"a {len(text)}-character line starting {text[:40]!r})",
                     "avoid nested quantifiers like (a+)+ and overlapping alternatives; "
@@ -210,7 +216,7 @@ def test(paths: Sequence[Path]) -> tuple[int, list[Failure], list[Problem]]:
     checks = 0
     failures: list[Failure] = []
     for signature in _selected(catalog, paths):
-        count, found = _inline_tests(signature)
+        count, found = inline_tests(signature)
         checks += count
         failures.extend(found)
         window = signature.path.with_suffix(".log")
@@ -228,7 +234,7 @@ def _describe(signature_id: str | None, captures: dict[str, str]) -> str:
     return f"{signature_id} {shown}".strip()
 
 
-def _inline_tests(signature: Signature) -> tuple[int, list[Failure]]:
+def inline_tests(signature: Signature) -> tuple[int, list[Failure]]:
     failures: list[Failure] = []
     path = signature.path
     for index, example in enumerate(signature.match_examples):
@@ -239,7 +245,7 @@ def _inline_tests(signature: Signature) -> tuple[int, list[Failure]]:
             failures.append(
                 Failure(
                     path,
-                    line_of_key(path, ["tests", "match", index]),
+                    signature_line(signature, ["tests", "match", index]),
                     f"{example.line!r} to match with {_describe(signature.id, expected)}",
                     _describe(signature.id, got) if found else "no match",
                 )
@@ -249,7 +255,7 @@ def _inline_tests(signature: Signature) -> tuple[int, list[Failure]]:
             failures.append(
                 Failure(
                     path,
-                    line_of_key(path, ["tests", "no_match", index]),
+                    signature_line(signature, ["tests", "no_match", index]),
                     f"{line!r} not to match",
                     "a match",
                 )

@@ -1,4 +1,5 @@
-"""GitHubClient: runs, jobs, logs, pull requests, comments, permissions, contents, re-runs.
+"""GitHubClient: runs, jobs, logs, pull requests, comments, permissions, contents, re-runs,
+check runs (contents and check runs in github_contents.py and github_checks.py).
 
 One client speaks for one installation of the App (or one token) on any repository it
 reaches; every method takes the repository as "owner/name" and returns the typed records of
@@ -11,7 +12,6 @@ metric. The log download has to be httpx anyway, to stream.
 
 from __future__ import annotations
 
-import base64
 import threading
 from types import TracebackType
 from urllib.parse import quote
@@ -20,6 +20,8 @@ import httpx
 
 from triage_bot.config import DEFAULT_MAX_LOG_BYTES
 from triage_bot.github_auth import InstallationCredentials, TokenAuth
+from triage_bot.github_checks import ChecksMixin
+from triage_bot.github_contents import ContentsMixin
 from triage_bot.github_http import ClientOptions, Transport, tls_context
 from triage_bot.github_logs import Consumer, LogOutcome, stream_job_log
 from triage_bot.github_models import (
@@ -51,7 +53,7 @@ def is_sticky(comment: IssueComment, author: str) -> bool:
     )
 
 
-class GitHubClient:
+class GitHubClient(ContentsMixin, ChecksMixin):
     """GitHub as one installation (or token) sees it. Thread-safe; close() when done."""
 
     def __init__(
@@ -330,31 +332,6 @@ class GitHubClient:
             return None
         body = answer.json()
         return Permission(str(body["permission"]), str(body.get("role_name") or body["permission"]))
-
-    def get_file(self, repo: str, path: str, ref: str | None = None) -> bytes | None:
-        """A file's bytes at `ref` (default branch if None); None if absent or a directory."""
-        body = self._contents(repo, path, ref)
-        if not isinstance(body, dict) or body.get("type") != "file":
-            return None
-        # GitHub wraps the base64 at 60 columns; the non-validating decoder skips newlines.
-        return base64.b64decode(str(body.get("content") or ""))
-
-    def list_directory(self, repo: str, path: str, ref: str | None = None) -> list[str] | None:
-        """The paths of a directory's entries at `ref`; None if absent or a file."""
-        body = self._contents(repo, path, ref)
-        if not isinstance(body, list):
-            return None
-        return [str(entry["path"]) for entry in body]
-
-    def _contents(self, repo: str, path: str, ref: str | None) -> object:
-        answer = self._api.request(
-            "GET",
-            f"/repos/{repo}/contents/{quote(path.strip('/'))}",
-            endpoint="/repos/{owner}/{repo}/contents/{path}",
-            params={"ref": ref} if ref else None,
-            allow=(404,),
-        )
-        return None if answer.status_code == 404 else answer.json()
 
 
 def _same_text(old: str, new: str) -> bool:

@@ -63,6 +63,7 @@ class WorkflowRun:
     repository: str  # owner/name of the repository the run belongs to
     head_repository: str | None  # owner/name the head commit comes from (a fork's; None: gone)
     pull_requests: tuple[PullRef, ...]  # empty for pull requests from forks
+    path: str = ""  # the workflow's file, ".github/workflows/ci.yml"
 
     @property
     def from_fork(self) -> bool:
@@ -85,6 +86,7 @@ class WorkflowRun:
             repository=str(data["repository"]["full_name"]),
             head_repository=_opt_str(head_repo.get("full_name")),
             pull_requests=tuple(PullRef.from_json(p) for p in data.get("pull_requests") or ()),
+            path=str(data.get("path") or ""),
         )
 
 

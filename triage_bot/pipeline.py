@@ -21,12 +21,10 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
-from triage_bot import baseline, logs
+from triage_bot import baseline, check_run, logs
 from triage_bot.baseline import base_job_name as base_job_name  # where it used to live
-from triage_bot.catalog import load_catalog
 from triage_bot.classify import CompiledCatalog, JobClassifier, JobResult
 from triage_bot.config import DEFAULT_MAX_LOG_BYTES, Settings, load_settings
 from triage_bot.github import (
@@ -44,7 +42,8 @@ from triage_bot.github import Job as GitHubJob
 from triage_bot.github_http import tls_context
 from triage_bot.queue import JobContext, PermanentJobError, RetryLater
 from triage_bot.render import COMMENT_MARKER, render_comment
-from triage_bot.repo_config import RepoConfig
+from triage_bot.repo_catalog import builtin_catalog as builtin_catalog  # command_job's too
+from triage_bot.repo_config import RepoConfig, repo_setup, skip_reason
 from triage_bot.report import Job, Report, build_report, report_json
 from triage_bot.retry import auto_retry
 from triage_bot.store import Store
@@ -55,12 +54,6 @@ log = logging.getLogger(__name__)
 # classification, few enough not to look like a burst to GitHub's secondary rate limits.
 LOG_CONCURRENCY = 4
 OUTDATED_NOTE = "> **Outdated**: new commits were pushed"
-
-
-@cache
-def builtin_catalog() -> CompiledCatalog:
-    """The built-in catalog, compiled once per process."""
-    return CompiledCatalog(load_catalog())
 
 
 _pool_lock = threading.Lock()
@@ -95,8 +88,10 @@ def triage_run(
     *,
     max_log_bytes: int = DEFAULT_MAX_LOG_BYTES,
     run: WorkflowRun | None = None,
+    setup_problems: Sequence[str] = (),
 ) -> tuple[Report, str]:
-    """Triage one attempt of a run (None: the latest); the report and the comment's body."""
+    """Triage one attempt of a run (None: the latest); the report and the comment's body.
+    `setup_problems`: what is wrong with the repository's config, for the footer."""
     run = run or client.get_run(repo, run_id)
     listed = client.list_jobs(repo, run_id, attempt)
     futures = [
@@ -110,6 +105,7 @@ def triage_run(
         url=run.html_url,
         head_sha=run.head_sha,
         footer_notes=_run_notes(run, listed.cancelled),
+        setup_problems=list(setup_problems),
     )
     return report, render_comment(report)
 
@@ -235,7 +231,8 @@ def triage_job(
     """A "triage" job: triage the run, post or edit the comment, record the failures, and
     re-run the jobs a re-run cures when the repository's config asks for it.
 
-    `on_report` sees the report before anything is posted (the command line prints it)."""
+    `on_report` sees the report before anything is posted (the command line prints it);
+    `config`, when given, stands for the repository's `.github/triage-bot.yml`."""
     repo, run_id, attempt = str(payload["repo"]), int(payload["run_id"]), payload["run_attempt"]
     with client_for(settings, payload, options) as client:
         run = client.get_run(repo, run_id)
@@ -245,27 +242,37 @@ def triage_job(
         if targets and all(t.skip for t in targets):
             log.info("run %s of %s: not triaged: %s", run_id, repo, _skips(targets))
             return {**summary, "skipped": _skips(targets), "comments": []}
-        catalog = builtin_catalog()
+        setup = repo_setup(client, repo)  # .github/triage-bot.yml and the repo's signatures
+        config = config or setup.config
+        skip = skip_reason(config, run.name, run.path)
+        if skip:
+            log.info("run %s of %s: not triaged: %s", run_id, repo, skip)
+            return {**summary, "skipped": skip, "comments": []}
         report, _ = triage_run(
             client,
             repo,
             run_id,
             int(attempt),
-            catalog,
+            setup.catalog,
             max_log_bytes=settings.max_log_bytes,
             run=run,
+            setup_problems=setup.problems,
         )
         baseline.record_triage(store, repo, run, int(attempt), report)
         bases = (t.base_ref for t in targets if not t.skip)
-        compared = baseline.compare(client, store, run, report, bases, catalog, settings)
+        compared = baseline.compare(client, store, run, report, bases, setup.catalog, settings)
         if on_report is not None:
             on_report(compared.report)
+        posts = targets if config.wants_comment else []
         comments = [
-            _post(client, store, repo, run, t, compared.body(t.base_ref), dry_run) for t in targets
+            _post(client, store, repo, run, t, compared.body(t.base_ref), dry_run) for t in posts
         ]
-        # RepoConfig(): the defaults, until the per-repository config loader is wired in.
+        if config.wants_check_run:
+            summary["check_run"] = check_run.publish(
+                client, store, repo, run, compared.report, dry_run=dry_run
+            )
         retried = auto_retry(
-            client, store, repo, run, int(attempt), report, config or RepoConfig(), dry_run=dry_run
+            client, store, repo, run, int(attempt), report, config, dry_run=dry_run
         )
     result = {**report_json(compared.report), **summary, "comments": comments}
     return result if retried is None else {**result, "auto_retry": retried}

@@ -182,9 +182,18 @@ def _context(report: Report, detail: Detail, limit: int | None) -> dict[str, Any
         "unmatched": [_job_view(j) for j in unmatched[:limit]],
         "hidden_unmatched": len(unmatched) - len(unmatched[:limit]),
         "notes": [*report.footer_notes, *_truncation_notes(report)],
+        "setup_problems": [_problem_view(p) for p in report.setup_problems],
         "catalog_url": CATALOG_URL,
         "base": _comparison_view(report),
     }
+
+
+def _problem_view(problem: str) -> dict[str, str]:
+    """ "file:line: reason" -> its place (shown as code) and its reason."""
+    place, sep, reason = problem.partition(": ")
+    if not sep or not place or any(c.isspace() for c in place):
+        return {"place": "", "reason": problem}  # not about one file
+    return {"place": place, "reason": reason}
 
 
 def _truncation_notes(report: Report) -> list[str]:

@@ -69,6 +69,8 @@ class Report:
     footer_notes: list[str] = field(default_factory=list)
     # The base branch's run the groups were compared with (None: no comparison was made).
     base: BaseRun | None = None
+    # What is wrong with the repository's config or signatures: "file:line: reason" each.
+    setup_problems: list[str] = field(default_factory=list)
 
     @property
     def unmatched(self) -> list[Job]:

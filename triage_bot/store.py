@@ -348,7 +348,7 @@ class Store:
         return self.lock(f"comment:{repo}#{pr_number}", wait=wait, ttl=ttl)
 
     @contextmanager
-    def lock(self, name: str, *, wait: float, ttl: float) -> Iterator[None]:
+    def lock(self, name: str, *, wait: float = 60.0, ttl: float = 120.0) -> Iterator[None]:
         """Hold the lock `name` (waiting up to `wait` seconds, else LockTimeout) for at most
         `ttl` seconds: after that another holder may take it over."""
         owner = uuid.uuid4().hex

@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 from ..routing import Route
-from . import actions, app_auth, extra, issues, repos
+from . import actions, app_auth, checks, extra, issues, repos
 
 
 def all_routes() -> list[Route]:
-    return [*app_auth.ROUTES, *actions.ROUTES, *issues.ROUTES, *repos.ROUTES, *extra.ROUTES]
+    return [
+        *app_auth.ROUTES,
+        *actions.ROUTES,
+        *issues.ROUTES,
+        *repos.ROUTES,
+        *extra.ROUTES,
+        *checks.ROUTES,
+    ]

@@ -153,12 +153,18 @@ def create_check_run(ctx: RouteContext) -> Response:
         return _check_json(ctx, check, repo, 201)
 
 
+def check_run_of(ctx: RouteContext, repo: Repo) -> CheckRun:
+    """The path's check run, of this repository (404 otherwise)."""
+    check = ctx.state.check_runs.get(ctx.int_param("check_run_id"))
+    if check is None or check.repo_id != repo.id:
+        raise HttpError(404, "Not Found")
+    return check
+
+
 def update_check_run(ctx: RouteContext) -> Response:
     with ctx.state.lock:
         repo = ctx.repo()
-        check = ctx.state.check_runs.get(ctx.int_param("check_run_id"))
-        if check is None or check.repo_id != repo.id:
-            raise HttpError(404, "Not Found")
+        check = check_run_of(ctx, repo)
         _apply(check, ctx.json_body(), ctx.state.now())
         return _check_json(ctx, check, repo, 200)
 

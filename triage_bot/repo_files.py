@@ -1,0 +1,102 @@
+"""A repository's own files on its default branch: the config and its signature files.
+
+Listed through the contents API, whose listing gives each file's blob SHA without its
+content, and fetched only when that SHA is not in the process's cache: a file is downloaded
+once per change, however many triages read it. Everything is bounded: files, folders, bytes.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from triage_bot.github_client import GitHubClient
+from triage_bot.github_contents import ContentEntry
+from triage_bot.lru import Lru
+
+MAX_FILE_BYTES = 64 * 1024
+MAX_SIGNATURE_FILES = 50
+MAX_FOLDERS = 20  # folders listed under the patterns folder (one request each)
+SIGNATURE_SUFFIXES = (".yml", ".yaml")
+
+# Blob SHA -> text. A SHA names its content, so one entry serves every repository holding it.
+_texts: Lru[str, str] = Lru(512)
+
+
+@dataclass(frozen=True)
+class RepoFile:
+    path: str
+    sha: str
+    text: str | None  # None: not usable, `problem` says why
+    problem: str | None = None
+
+
+def clear_cache() -> None:
+    _texts.clear()
+
+
+def github_folder(client: GitHubClient, repo: str) -> list[ContentEntry]:
+    """The entries of `.github/` on the default branch ([] when there is none)."""
+    return client.list_entries(repo, ".github") or []
+
+
+def read_file(client: GitHubClient, repo: str, entry: ContentEntry) -> RepoFile:
+    """The text of a listed file, from the cache when its SHA is there."""
+    if entry.size > MAX_FILE_BYTES:
+        return RepoFile(entry.path, entry.sha, None, f"larger than {MAX_FILE_BYTES:,} bytes")
+    cached = _texts.get(entry.sha) if entry.sha else None
+    if cached is not None:
+        return RepoFile(entry.path, entry.sha, cached)
+    blob = client.get_file_blob(repo, entry.path)
+    if blob is None:  # deleted between the listing and now
+        return RepoFile(entry.path, entry.sha, None, "vanished while being read")
+    try:
+        text = blob.content.decode("utf-8")
+    except UnicodeDecodeError:
+        return RepoFile(entry.path, blob.sha, None, "not UTF-8 text")
+    _texts.put(blob.sha, text)
+    return RepoFile(entry.path, blob.sha, text)
+
+
+def signature_files(
+    client: GitHubClient, repo: str, folder: str, github: list[ContentEntry]
+) -> tuple[list[RepoFile], list[str]]:
+    """Every *.yml (and *.yaml) under `folder`, recursively within the bounds, sorted by path;
+    and what the bounds left out. `github`: the listing of `.github/`, which saves a request
+    when the folder is under it and absent."""
+    folder = folder.strip("/")
+    if not _may_exist(folder, github):
+        return [], []
+    entries, problems = _walk(client, repo, folder)
+    wanted = sorted(
+        (e for e in entries if e.type == "file" and e.path.endswith(SIGNATURE_SUFFIXES)),
+        key=lambda e: e.path,
+    )
+    if len(wanted) > MAX_SIGNATURE_FILES:
+        problems.append(
+            f"{folder}: {len(wanted)} signature files; only the first "
+            f"{MAX_SIGNATURE_FILES} (by path) are used"
+        )
+        wanted = wanted[:MAX_SIGNATURE_FILES]
+    return [read_file(client, repo, entry) for entry in wanted], problems
+
+
+def _may_exist(folder: str, github: list[ContentEntry]) -> bool:
+    head, _, rest = folder.partition("/")
+    if head != ".github" or not rest:
+        return True
+    child = f".github/{rest.split('/', 1)[0]}"
+    return any(entry.path == child and entry.type == "dir" for entry in github)
+
+
+def _walk(client: GitHubClient, repo: str, folder: str) -> tuple[list[ContentEntry], list[str]]:
+    found: list[ContentEntry] = []
+    waiting, listed = deque([folder]), 0
+    while waiting:
+        if listed >= MAX_FOLDERS:
+            return found, [f"{folder}: more than {MAX_FOLDERS} folders; the rest are not read"]
+        entries = client.list_entries(repo, waiting.popleft()) or []
+        listed += 1
+        found.extend(entries)
+        waiting.extend(sorted(e.path for e in entries if e.type == "dir"))
+    return found, []
