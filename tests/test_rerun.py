@@ -85,8 +85,11 @@ def test_rerun_takes_the_latest_attempt_unless_told(
     assert "attempt 2: 1 failed jobs" in capsys.readouterr().out
     assert "aiter" not in world.comments()[0]
     assert main(["rerun", url(run, attempt=1)]) == 0
-    assert "attempt 1: 3 failed jobs" in capsys.readouterr().out
-    assert "aiter" in world.comments()[0]
+    printed = capsys.readouterr().out
+    assert "attempt 1: 3 failed jobs" in printed
+    # The comment keeps describing the latest attempt: an older one never replaces it.
+    assert " unchanged" in printed
+    assert "aiter" not in world.comments()[0]
 
 
 def test_rerun_with_a_token_and_nothing_to_post(

@@ -23,7 +23,7 @@ from triage_bot.classify import CompiledCatalog
 from triage_bot.config import Settings
 from triage_bot.failure_records import JobFailure, TriagedRun
 from triage_bot.github import GitHubClient, WorkflowRun
-from triage_bot.render import render_comment
+from triage_bot.render import render_comment_section
 from triage_bot.report import BaseRun, Group, Report
 from triage_bot.store import Store
 
@@ -96,10 +96,10 @@ class Compared:
         """The report as compared with the first base (the plain one when there is none)."""
         return next(iter(self.by_base.values()), self.plain)
 
-    def body(self, base_ref: str) -> str:
-        """The comment for a pull request into `base_ref`."""
+    def section(self, base_ref: str) -> str:
+        """The run's section of the comment of a pull request into `base_ref`."""
         if base_ref not in self._bodies:
-            self._bodies[base_ref] = render_comment(self.by_base.get(base_ref, self.plain))
+            self._bodies[base_ref] = render_comment_section(self.by_base.get(base_ref, self.plain))
         return self._bodies[base_ref]
 
 

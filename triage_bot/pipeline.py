@@ -26,6 +26,7 @@ from typing import Any
 from triage_bot import baseline, check_run, logs
 from triage_bot.baseline import base_job_name as base_job_name  # where it used to live
 from triage_bot.classify import CompiledCatalog, JobClassifier, JobResult
+from triage_bot.comment_sections import Section
 from triage_bot.config import DEFAULT_MAX_LOG_BYTES, Settings, load_settings
 from triage_bot.github import (
     ClientOptions,
@@ -41,7 +42,7 @@ from triage_bot.github import (
 from triage_bot.github import Job as GitHubJob
 from triage_bot.github_http import tls_context
 from triage_bot.queue import JobContext, PermanentJobError, RetryLater
-from triage_bot.render import COMMENT_MARKER, render_comment
+from triage_bot.render import COMMENT_MARKER, compose_comment, render_comment
 from triage_bot.repo_catalog import builtin_catalog as builtin_catalog  # command_job's too
 from triage_bot.repo_config import RepoConfig, repo_setup, skip_reason
 from triage_bot.report import Job, Report, build_report, report_json
@@ -265,7 +266,8 @@ def triage_job(
             on_report(compared.report)
         posts = targets if config.wants_comment else []
         comments = [
-            _post(client, store, repo, run, t, compared.body(t.base_ref), dry_run) for t in posts
+            _post(client, store, repo, run, int(attempt), t, compared.section(t.base_ref), dry_run)
+            for t in posts
         ]
         if config.wants_check_run:
             summary["check_run"] = check_run.publish(
@@ -307,13 +309,17 @@ def _post(
     store: Store,
     repo: str,
     run: WorkflowRun,
+    attempt: int,
     target: Target,
-    body: str,
+    section: str,
     dry_run: bool,
 ) -> dict[str, Any]:
+    """Put the run's `section` in the pull request's comment, beside the sections of the
+    head commit's other failing workflows."""
     if target.skip:
         return {"pr": target.number, "action": target.skip}
     if dry_run:
+        body = compose_comment([section])
         log.info("dry run: the comment for %s#%d would be:\n%s", repo, target.number, body)
         return {"pr": target.number, "action": "dry_run"}
     with store.comment_lock(repo, target.number):
@@ -321,10 +327,20 @@ def _post(
         fresh = _target(client, repo, run, target.number)
         if fresh.skip:
             return {"pr": target.number, "action": fresh.skip}
+        store.sections.save(_section(repo, run, attempt, target.number, section))
+        stored = store.sections.of_head(repo, target.number, run.head_sha)
+        body = compose_comment([s.body for s in stored])
         result = client.upsert_comment(repo, target.number, body)
         store.record_comment(repo, target.number, result.id, _hash(body), run.head_sha)
     log.info("%s#%d: comment %d %s", repo, target.number, result.id, result.action)
     return {"pr": target.number, "action": result.action, "id": result.id}
+
+
+def _section(repo: str, run: WorkflowRun, attempt: int, number: int, body: str) -> Section:
+    # A workflow's runs share its id; a name stands in where GitHub gave none.
+    workflow = str(run.workflow_id) if run.workflow_id else f"name:{run.name}"
+    title = (run.name or "")[:255]
+    return Section(repo, number, workflow[:255], title, run.id, attempt, run.head_sha, body)
 
 
 def _run_json(run: WorkflowRun, attempt: object) -> dict[str, Any]:

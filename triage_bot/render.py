@@ -7,6 +7,7 @@ unless a filter (`code`, `verbatim`) says how it is shown.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -16,6 +17,7 @@ import jinja2.sandbox
 
 from triage_bot import resources, sanitize
 from triage_bot.catalog import Signature
+from triage_bot.markdown_cut import cut_markdown
 from triage_bot.report import BaseRun, Group, Job, Report
 
 COMMENT_MARKER = "<!-- triage-bot:sticky-comment -->"
@@ -23,6 +25,7 @@ MAX_COMMENT_CHARS = 65_536
 MAX_JOB_NAMES = 12
 MAX_VARIANTS_SHOWN = 10
 CATALOG_URL = "https://github.com/triage-bot/triage-bot/blob/main/patterns/README.md"
+_CUT_NOTE = "_…cut here: the comment reached GitHub's 65,536-character limit._\n"
 
 
 class Safe(str):
@@ -201,8 +204,19 @@ def _truncation_notes(report: Report) -> list[str]:
 
 
 def render_comment(report: Report, limit: int = MAX_COMMENT_CHARS) -> str:
-    """The pull request comment; always under `limit` characters, saying what it left out."""
-    template = _env().get_template("comment.md.j2")
+    """The pull request comment of one run; always under `limit` characters."""
+    return compose_comment([render_comment_section(report, limit)], limit)
+
+
+def render_comment_section(report: Report, limit: int = MAX_COMMENT_CHARS) -> str:
+    """The run's section of a comment of at most `limit` characters (see compose_comment)."""
+    return render_section(report, limit - _frame_chars())
+
+
+def render_section(report: Report, limit: int = MAX_COMMENT_CHARS) -> str:
+    """One run's part of the comment, under `limit` characters: less detail first (shorter
+    evidence, no fixes), then fewer failures, saying what it left out."""
+    template = _env().get_template("section.md.j2")
     for detail in _DETAILS:
         body = template.render(**_context(report, detail, None))
         if len(body) <= limit:
@@ -214,13 +228,44 @@ def render_comment(report: Report, limit: int = MAX_COMMENT_CHARS) -> str:
         body = template.render(**_context(report, detail, shown))
         if len(body) <= limit:
             return body
-    return _hard_cut(body, limit)
+    return cut_markdown(body, limit, _CUT_NOTE)
 
 
-def _hard_cut(body: str, limit: int) -> str:
-    note = "\n\n_…cut here: the comment reached GitHub's 65,536-character limit._\n"
-    cut = body.rfind("\n", 0, limit - len(note))
-    return body[: max(cut, 0)] + note
+def compose_comment(sections: Sequence[str], limit: int = MAX_COMMENT_CHARS) -> str:
+    """The comment: the marker, each run's section, the commands; under `limit` characters.
+    Sections that together do not fit share the room: each short one whole, the long ones
+    cut at a block boundary to an equal share of what is left."""
+    room = limit - len(_frame([""] * len(sections)))
+    shares = _shares([len(section) for section in sections], room)
+    fitted = [
+        section if len(section) <= share else cut_markdown(section, share, _CUT_NOTE)
+        for section, share in zip(sections, shares, strict=True)
+    ]
+    return _frame(fitted)
+
+
+def _shares(lengths: Sequence[int], room: int) -> list[int]:
+    """How many characters each section may have: all it needs when everything fits, else
+    the shortest ones whole and the rest an equal share each of what is left."""
+    if sum(lengths) <= room:
+        return list(lengths)
+    shares = [0] * len(lengths)
+    left = room
+    shortest_first = sorted(range(len(lengths)), key=lengths.__getitem__)
+    for position, index in enumerate(shortest_first):
+        shares[index] = min(lengths[index], left // (len(lengths) - position))
+        left -= shares[index]
+    return shares
+
+
+def _frame(sections: Sequence[str]) -> str:
+    template = _env().get_template("comment.md.j2")
+    return template.render(marker=COMMENT_MARKER, sections=sections, catalog_url=CATALOG_URL)
+
+
+def _frame_chars() -> int:
+    """The comment's length without its section (the marker, the commands, the footer)."""
+    return len(_frame([""]))
 
 
 def render_text(report: Report) -> str:

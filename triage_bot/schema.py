@@ -176,6 +176,23 @@ triaged_runs = Table(
     Column("recorded_at", UTCDateTime(), nullable=False),
 )
 
+# The pull request comment's part for each workflow (triage_bot.comment_sections): one comment
+# shows every failing workflow of the head commit, each run's section rendered when it was
+# triaged, and the comment is put together from them under the comment lock.
+comment_sections = Table(
+    "comment_sections",
+    metadata,
+    Column("repo", String(255), primary_key=True),
+    Column("pr_number", BigInteger, primary_key=True, autoincrement=False),
+    Column("workflow", String(255), primary_key=True),  # the workflow's id, or its name
+    Column("title", String(255), nullable=False),  # the workflow's name, for ordering
+    Column("run_id", BigInteger, nullable=False),
+    Column("run_attempt", BigInteger, nullable=False),
+    Column("head_sha", String(64), nullable=False),
+    Column("body", Text, nullable=False),
+    Column("updated_at", UTCDateTime(), nullable=False),
+)
+
 # The job ledger: every queued job has a row here before it is pushed to huey, so a job that
 # a killed worker had popped can be found and pushed again (see triage_bot.queue).
 jobs = Table(

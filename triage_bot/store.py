@@ -29,6 +29,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from triage_bot import schema
+from triage_bot.comment_sections import CommentSections
 from triage_bot.config import normalize_database_url
 from triage_bot.events import InstallationChange
 from triage_bot.failure_records import FailureRecords, JobFailure
@@ -123,6 +124,7 @@ class Store:
         self.engine = make_engine(self.url)
         self.jobs = JobLedger(self.engine)
         self.failures = FailureRecords(self.engine)
+        self.sections = CommentSections(self.engine)
         if create:
             schema.metadata.create_all(self.engine)
 
