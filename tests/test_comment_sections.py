@@ -5,14 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fakegithub import FakeGitHub
+from fakegithub.models import WorkflowRun
 from services import db_url  # noqa: F401  (a fixture: SQLite and PostgreSQL)
-from test_pipeline import THREE, World, failed_run, new_world, triage
+from test_pipeline import FAST, THREE, World, failed_run, new_world, triage
 
 from triage_bot.comment_sections import Section
 from triage_bot.markdown_cut import cut_markdown
+from triage_bot.pipeline import passed_job
 from triage_bot.render import MAX_COMMENT_CHARS, compose_comment
 from triage_bot.store import Store
 
@@ -98,3 +101,39 @@ def test_a_cut_closes_the_details_it_leaves_open() -> None:
     assert len(cut) <= 3000 and cut.endswith("_cut_\n")
     assert cut.count("<details>") == cut.count("</details>") == 1
     assert cut_markdown("short", 100, "_cut_") == "short"
+
+
+def passed(world: World, run: WorkflowRun, attempt: int) -> dict[str, Any]:
+    job = {
+        "kind": "passed",
+        "repo": REPO,
+        "installation_id": world.installation.id,
+        "run_id": run.id,
+        "run_attempt": attempt,
+        "head_sha": run.head_sha,
+        "workflow_id": run.workflow_id,
+        "url": f"https://github.com/{REPO}/actions/runs/{run.id}/attempts/{attempt}",
+    }
+    return passed_job(job, world.settings, world.store, options=FAST)
+
+
+def test_a_workflow_that_passes_on_a_rerun_is_said_to_pass(world: World) -> None:
+    tests = failed_run(world, names=(THREE[0],))
+    lint = failed_run(world, names=(THREE[2],), name="Lint", path=".github/workflows/l.yml")
+    triage(world, tests)
+    triage(world, lint)
+    result = passed(world, tests, attempt=2)
+    assert [c["action"] for c in result["comments"]] == ["updated"]
+    [body] = world.comments()
+    assert "block_regions" not in body and "**Passed** on attempt 2" in body
+    assert "Too many open files" in body  # the other workflow still fails
+    # A late triage of the failed attempt does not bring the failure back.
+    triage(world, tests)
+    assert world.comments() == [body]
+
+
+def test_a_passing_run_no_comment_shows_costs_no_github_call(world: World) -> None:
+    run = failed_run(world, names=(THREE[0],))
+    before = len(world.fake.state.requests_matching(host=None))
+    assert passed(world, run, attempt=1)["action"] == "none"
+    assert len(world.fake.state.requests_matching(host=None)) == before

@@ -116,11 +116,30 @@ def test_pull_requests_of_this_repository_are_kept() -> None:
     assert decision.job["pull_requests"] == [2] and decision.job["find_pr"] is False
 
 
-@pytest.mark.parametrize("conclusion", ["success", "cancelled", "skipped", "neutral"])
+@pytest.mark.parametrize("conclusion", ["cancelled", "skipped", "neutral"])
 def test_runs_that_did_not_fail_are_ignored(conclusion: str) -> None:
     decision = decide("workflow_run", failed_run(conclusion))
     assert decision.outcome == "ignored" and conclusion in decision.reason
-    assert decide("workflow_run", example("workflow_run", "completed.payload.json")).job is None
+
+
+def test_a_run_that_passed_may_clear_its_workflow_from_a_comment() -> None:
+    payload = example("workflow_run", "completed.payload.json")
+    assert payload["workflow_run"]["conclusion"] == "success"
+    decision = decide("workflow_run", payload)
+    assert decision.outcome == "job" and decision.job is not None
+    run = payload["workflow_run"]
+    assert decision.job == {
+        "kind": "passed",
+        "repo": payload["repository"]["full_name"],
+        "installation_id": decision.job["installation_id"],
+        "run_id": run["id"],
+        "run_attempt": run["run_attempt"],
+        "head_sha": run["head_sha"],
+        "workflow_id": run["workflow_id"],
+        "url": run["html_url"],
+    }
+    del run["workflow_id"]
+    assert decide("workflow_run", payload).outcome == "refused"
 
 
 def test_runs_not_completed_are_ignored() -> None:

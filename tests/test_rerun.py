@@ -88,7 +88,7 @@ def test_rerun_takes_the_latest_attempt_unless_told(
     printed = capsys.readouterr().out
     assert "attempt 1: 3 failed jobs" in printed
     # The comment keeps describing the latest attempt: an older one never replaces it.
-    assert " unchanged" in printed
+    assert "comment not posted (superseded)" in printed
     assert "aiter" not in world.comments()[0]
 
 

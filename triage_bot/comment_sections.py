@@ -59,6 +59,20 @@ class CommentSections:
         with self.engine.connect() as conn:
             return [Section(*row) for row in conn.execute(query)]
 
+    def of_workflow(self, repo: str, head_sha: str, workflow: str) -> list[Section]:
+        """The sections of one workflow for head commit `head_sha`, one per pull request."""
+        stored = comment_sections.c
+        return self._select(
+            stored.repo == repo, stored.head_sha == head_sha, stored.workflow == workflow
+        )
+
+    def _select(self, *where: ColumnElement[bool]) -> list[Section]:
+        columns = [getattr(comment_sections.c, name) for name in Section.__dataclass_fields__]
+        query = select(*columns).where(*where)
+        query = query.order_by(comment_sections.c.title, comment_sections.c.workflow)
+        with self.engine.connect() as conn:
+            return [Section(*row) for row in conn.execute(query)]
+
 
 def _supersedes(section: Section) -> ColumnElement[bool]:
     stored = comment_sections.c

@@ -18,6 +18,9 @@ Jobs are JSON-ready dicts (they are stored in the database and carried by the qu
     {"kind": "command", "repo": ..., "installation_id": ..., "pr_number": int,
      "comment_id": int, "author": str, "body": str}   (a `/triage` comment; commands.py)
 
+    {"kind": "passed", "repo": ..., "installation_id": ..., "run_id": int, "run_attempt": int,
+     "head_sha": str, "workflow_id": int, "url": str | None}   (a run that succeeded)
+
 `find_pr` is true when GitHub gave no pull request for the run (runs from forks, and every
 `workflow_job`): the worker then looks the pull request up by head branch and head SHA.
 """
@@ -98,6 +101,8 @@ def _workflow_run(payload: Mapping[str, Any]) -> Decision:
         return Decision("ignored", f"workflow_run action {action!r} is not 'completed'")
     run = _obj(payload, "workflow_run")
     conclusion = _str(run, "conclusion", "workflow_run.conclusion")
+    if conclusion == "success":
+        return _passed(payload, run)
     if conclusion not in FAILING_RUN_CONCLUSIONS:
         return Decision("ignored", f"workflow_run conclusion {conclusion!r} needs no triage")
     repo = _repo(payload)
@@ -138,9 +143,7 @@ def _triage_job(
 ) -> dict[str, Any]:
     prefix = trigger
     run_id_field = "id" if trigger == "workflow_run" else "run_id"
-    attempt = source.get("run_attempt", 1)  # absent on older GitHub Enterprise Servers
-    if not _is_int(attempt) or not 1 <= attempt <= MAX_INT:
-        raise _Refused(f"{prefix}.run_attempt must be a positive integer, got {attempt!r}")
+    attempt = _attempt(source, prefix)
     return {
         "kind": "triage",
         "trigger": trigger,
@@ -154,6 +157,30 @@ def _triage_job(
         "workflow_job_id": None,
         "workflow_job_name": None,
     }
+
+
+def _passed(payload: Mapping[str, Any], run: Mapping[str, Any]) -> Decision:
+    """A passing run may clear its workflow's failing section of a comment (a re-run that
+    passed); the worker looks in the database first, so most of these cost no GitHub call."""
+    repo = _repo(payload)
+    job = {
+        "kind": "passed",
+        "repo": repo,
+        "installation_id": _installation_id(payload),
+        "run_id": _int(run, "id", "workflow_run.id"),
+        "run_attempt": _attempt(run, "workflow_run"),
+        "head_sha": _str(run, "head_sha", "workflow_run.head_sha"),
+        "workflow_id": _int(run, "workflow_id", "workflow_run.workflow_id"),
+        "url": _opt_str(run, "html_url", "workflow_run.html_url"),
+    }
+    return Decision("job", f"run {job['run_id']} of {repo} passed", job=job)
+
+
+def _attempt(source: Mapping[str, Any], prefix: str) -> int:
+    attempt = source.get("run_attempt", 1)  # absent on older GitHub Enterprise Servers
+    if not _is_int(attempt) or not 1 <= attempt <= MAX_INT:
+        raise _Refused(f"{prefix}.run_attempt must be a positive integer, got {attempt!r}")
+    return attempt
 
 
 def _triage_decision(job: dict[str, Any], reason: str) -> Decision:

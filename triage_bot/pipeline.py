@@ -20,7 +20,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from triage_bot import baseline, check_run, logs
@@ -42,7 +42,12 @@ from triage_bot.github import (
 from triage_bot.github import Job as GitHubJob
 from triage_bot.github_http import tls_context
 from triage_bot.queue import JobContext, PermanentJobError, RetryLater
-from triage_bot.render import COMMENT_MARKER, compose_comment, render_comment
+from triage_bot.render import (
+    COMMENT_MARKER,
+    compose_comment,
+    render_comment,
+    render_passed_section,
+)
 from triage_bot.repo_catalog import builtin_catalog as builtin_catalog  # command_job's too
 from triage_bot.repo_config import RepoConfig, repo_setup, skip_reason
 from triage_bot.report import Job, Report, build_report, report_json
@@ -191,6 +196,8 @@ def handle_job(
             return triage_job(payload, settings, store, dry_run=dry_run, options=options)
         if payload.get("kind") == "outdated":
             return outdated_job(payload, settings, store, dry_run=dry_run, options=options)
+        if payload.get("kind") == "passed":
+            return passed_job(payload, settings, store, dry_run=dry_run, options=options)
         if payload.get("kind") == "command":
             # Imported here: command_job runs triage_job, so it imports this module.
             from triage_bot.command_job import command_job
@@ -286,14 +293,14 @@ def _targets(
     numbers = [n for n in payload.get("pull_requests") or [] if isinstance(n, int)]
     if not numbers and payload.get("find_pr"):
         numbers = [ref.number for ref in client.pulls_for_run(repo, run)]
-    return [_target(client, repo, run, number) for number in numbers]
+    return [_target(client, repo, run.head_sha, number) for number in numbers]
 
 
-def _target(client: GitHubClient, repo: str, run: WorkflowRun, number: int) -> Target:
+def _target(client: GitHubClient, repo: str, head_sha: str, number: int) -> Target:
     pull = client.get_pull(repo, number)
     if pull.state != "open":
         return Target(number, pull.head_sha, "closed")
-    if pull.head_sha != run.head_sha:
+    if pull.head_sha != head_sha:
         # The pull request has moved on: this run's comment would describe old code, and the
         # run of the new head will (or did) write the comment.
         return Target(number, pull.head_sha, "stale")
@@ -322,25 +329,31 @@ def _post(
         body = compose_comment([section])
         log.info("dry run: the comment for %s#%d would be:\n%s", repo, target.number, body)
         return {"pr": target.number, "action": "dry_run"}
-    with store.comment_lock(repo, target.number):
-        # Looked at again under the lock: a push may have landed while the logs downloaded.
-        fresh = _target(client, repo, run, target.number)
-        if fresh.skip:
-            return {"pr": target.number, "action": fresh.skip}
-        store.sections.save(_section(repo, run, attempt, target.number, section))
-        stored = store.sections.of_head(repo, target.number, run.head_sha)
-        body = compose_comment([s.body for s in stored])
-        result = client.upsert_comment(repo, target.number, body)
-        store.record_comment(repo, target.number, result.id, _hash(body), run.head_sha)
-    log.info("%s#%d: comment %d %s", repo, target.number, result.id, result.action)
-    return {"pr": target.number, "action": result.action, "id": result.id}
-
-
-def _section(repo: str, run: WorkflowRun, attempt: int, number: int, body: str) -> Section:
-    # A workflow's runs share its id; a name stands in where GitHub gave none.
     workflow = str(run.workflow_id) if run.workflow_id else f"name:{run.name}"
-    title = (run.name or "")[:255]
-    return Section(repo, number, workflow[:255], title, run.id, attempt, run.head_sha, body)
+    stored = Section(
+        repo, target.number, workflow[:255], (run.name or "")[:255], run.id, attempt,
+        run.head_sha, section,
+    )  # fmt: skip
+    return put_section(client, store, stored)
+
+
+def put_section(client: GitHubClient, store: Store, section: Section) -> dict[str, Any]:
+    """Store `section` and make the pull request's comment show it with the head commit's
+    other sections, under the comment lock; nothing when the pull request has moved on."""
+    repo, number = section.repo, section.pr_number
+    with store.comment_lock(repo, number):
+        # Looked at again under the lock: a push may have landed while the logs downloaded.
+        fresh = _target(client, repo, section.head_sha, number)
+        if fresh.skip:
+            return {"pr": number, "action": fresh.skip}
+        if not store.sections.save(section):
+            return {"pr": number, "action": "superseded"}  # a later run of the workflow
+        stored = store.sections.of_head(repo, number, section.head_sha)
+        body = compose_comment([s.body for s in stored])
+        result = client.upsert_comment(repo, number, body)
+        store.record_comment(repo, number, result.id, _hash(body), section.head_sha)
+    log.info("%s#%d: comment %d %s", repo, number, result.id, result.action)
+    return {"pr": number, "action": result.action, "id": result.id}
 
 
 def _run_json(run: WorkflowRun, attempt: object) -> dict[str, Any]:
@@ -355,6 +368,43 @@ def _run_json(run: WorkflowRun, attempt: object) -> dict[str, Any]:
 
 def _hash(body: str) -> str:
     return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+# ---- a workflow that passed -----------------------------------------------------------------
+
+
+def passed_job(
+    payload: dict[str, Any],
+    settings: Settings,
+    store: Store,
+    *,
+    dry_run: bool = False,
+    options: ClientOptions | None = None,
+) -> dict[str, Any]:
+    """A "passed" job: a run that succeeded replaces its workflow's failing section in the
+    comments of its head commit (a re-run that passed); nothing when no comment shows it."""
+    repo, head_sha = str(payload["repo"]), str(payload["head_sha"])
+    shown = store.sections.of_workflow(repo, head_sha, str(payload["workflow_id"]))
+    if not shown:
+        return {"action": "none", "reason": "no comment shows this workflow failing"}
+    if dry_run:
+        return {"action": "dry_run", "prs": [s.pr_number for s in shown]}
+    attempt, url = int(payload["run_attempt"]), payload.get("url")
+    with client_for(settings, payload, options) as client:
+        comments = [
+            put_section(
+                client,
+                store,
+                replace(
+                    section,
+                    run_id=int(payload["run_id"]),
+                    run_attempt=attempt,
+                    body=render_passed_section(section.title, attempt, url),
+                ),
+            )
+            for section in shown
+        ]
+    return {"action": "passed", "comments": comments}
 
 
 # ---- outdated comments ----------------------------------------------------------------------

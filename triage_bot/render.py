@@ -231,6 +231,12 @@ def render_section(report: Report, limit: int = MAX_COMMENT_CHARS) -> str:
     return cut_markdown(body, limit, _CUT_NOTE)
 
 
+def render_passed_section(title: str, attempt: int, url: str | None) -> str:
+    """The section of a workflow whose later run passed."""
+    template = _env().get_template("passed.md.j2")
+    return template.render(title=title, attempt=attempt, url=url)
+
+
 def compose_comment(sections: Sequence[str], limit: int = MAX_COMMENT_CHARS) -> str:
     """The comment: the marker, each run's section, the commands; under `limit` characters.
     Sections that together do not fit share the room: each short one whole, the long ones

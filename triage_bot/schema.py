@@ -191,6 +191,7 @@ comment_sections = Table(
     Column("head_sha", String(64), nullable=False),
     Column("body", Text, nullable=False),
     Column("updated_at", UTCDateTime(), nullable=False),
+    Index("ix_comment_sections_head", "repo", "head_sha", "workflow"),
 )
 
 # The job ledger: every queued job has a row here before it is pushed to huey, so a job that
