@@ -20,7 +20,8 @@ from services import db_url
 from test_pipeline import FAST, REPO, THREE, World, example_log, failed_run, new_world, payload
 
 from triage_bot import baseline
-from triage_bot.pipeline import builtin_catalog, client_for, triage_job, triage_run
+from triage_bot.github import client_for_job
+from triage_bot.pipeline import builtin_catalog, triage_job, triage_run
 from triage_bot.render import render_comment, render_text
 from triage_bot.report import BaseRun, build_report
 
@@ -177,7 +178,7 @@ def test_the_terminal_view_shows_the_comparison(world: World) -> None:
     run = failed_run(world, names=THREE[:2])
     result = triage(world, run)
     assert [g["base"] is not None for g in result["groups"]] == [False, True]
-    with client_for(world.settings, payload(world, run), FAST) as client:
+    with client_for_job(world.settings, payload(world, run), FAST) as client:
         github_run = client.get_run(REPO, run.id)
         report, _ = triage_run(client, REPO, run.id, 1, builtin_catalog(), run=github_run)
         compared = baseline.compare(

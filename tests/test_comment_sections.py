@@ -15,8 +15,8 @@ from test_pipeline import FAST, THREE, World, failed_run, new_world, triage
 
 from triage_bot.comment_sections import Section
 from triage_bot.markdown_cut import cut_markdown
-from triage_bot.pipeline import passed_job
 from triage_bot.render import MAX_COMMENT_CHARS, compose_comment
+from triage_bot.sticky_comment import passed_job
 from triage_bot.store import Store
 
 REPO = "octo-org/widgets"

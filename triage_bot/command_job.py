@@ -24,7 +24,14 @@ from triage_bot import pipeline
 from triage_bot.commands import Command, find_command
 from triage_bot.config import Settings
 from triage_bot.events import FAILING_RUN_CONCLUSIONS
-from triage_bot.github import ClientOptions, GitHubClient, PullRequest, RunJobs, WorkflowRun
+from triage_bot.github import (
+    ClientOptions,
+    GitHubClient,
+    PullRequest,
+    RunJobs,
+    WorkflowRun,
+    client_for_job,
+)
 from triage_bot.retry import Verdict, plan, rerun, still_running
 from triage_bot.store import Store
 
@@ -63,7 +70,7 @@ def command_job(
     if command is None:  # events.py lets none through; a job written by hand might
         return {**summary, "action": "none", "reason": "the comment holds no command"}
     summary["command"] = command.name
-    with pipeline.client_for(settings, payload, options) as client:
+    with client_for_job(settings, payload, options) as client:
         pull = client.get_pull(repo, number)
         call = _Call(command, payload, pull, client, settings, store, dry_run, options)
         if not _allowed(call, author):

@@ -11,7 +11,8 @@
 from __future__ import annotations
 
 import threading
-from typing import Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from triage_bot.config import DEFAULT_MAX_LOG_BYTES
 from triage_bot.github_auth import AppAuth, InstallationToken, TokenAuth
@@ -64,6 +65,7 @@ __all__ = [
     "TokenAuth",
     "WorkflowRun",
     "client_for_installation",
+    "client_for_job",
     "client_for_repo",
     "is_sticky",
     "shared_app_auth",
@@ -125,3 +127,16 @@ def client_for_repo(
         token = TokenAuth(settings.github_token, login=login)
         return GitHubClient(settings.github_api_url, token, options=options)
     raise GitHubError("no GitHub credentials: set APP_ID and PRIVATE_KEY, or GITHUB_TOKEN")
+
+
+def client_for_job(
+    settings: GitHubSettings, payload: Mapping[str, Any], options: ClientOptions | None = None
+) -> GitHubClient:
+    """The installation the webhook named, else whatever reaches the repo (App or token)."""
+    installation = payload.get("installation_id")
+    if isinstance(installation, int) and settings.app_id is not None and settings.private_key:
+        app = shared_app_auth(
+            settings.app_id, settings.private_key, settings.github_api_url, options
+        )
+        return client_for_installation(app, installation)
+    return client_for_repo(settings, str(payload["repo"]), options=options)

@@ -5,22 +5,19 @@ its failed jobs, each log streamed straight into a classifier (no log is ever he
 lines linked to GitHub's log viewer, the report and its comment. It posts nothing.
 
 `handle_job` is the queue's handler (triage_bot.queue): for a "triage" job it runs the
-pipeline and, under the store's comment lock, makes the pull request's one comment say the
-result; for an "outdated" job it flags the comment of an old head commit; a "command" job (a
-`/triage` comment) goes to command_job.py. Every step is
-idempotent (the comment is found by its marker and edited only when its body changes), which
-is what lets the queue simply run a job again after a worker died half-way through it.
+pipeline and puts the run's section in the pull request's one comment (sticky_comment.py);
+"passed" and "outdated" jobs change that comment (sticky_comment.py), and a "command" job (a
+`/triage` comment) goes to command_job.py. Every step is idempotent, which is what lets the
+queue simply run a job again after a worker died half-way through it.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
 from typing import Any
 
 from triage_bot import baseline, check_run, logs
@@ -35,23 +32,17 @@ from triage_bot.github import (
     LogOutcome,
     RateLimited,
     WorkflowRun,
-    client_for_installation,
-    client_for_repo,
-    shared_app_auth,
+    client_for_job,
 )
 from triage_bot.github import Job as GitHubJob
 from triage_bot.github_http import tls_context
 from triage_bot.queue import JobContext, PermanentJobError, RetryLater
-from triage_bot.render import (
-    COMMENT_MARKER,
-    compose_comment,
-    render_comment,
-    render_passed_section,
-)
+from triage_bot.render import compose_comment, render_comment
 from triage_bot.repo_catalog import builtin_catalog as builtin_catalog  # command_job's too
 from triage_bot.repo_config import RepoConfig, repo_setup, skip_reason
 from triage_bot.report import Job, Report, build_report, report_json
 from triage_bot.retry import auto_retry
+from triage_bot.sticky_comment import Target, outdated_job, passed_job, put_section, target_for
 from triage_bot.store import Store
 
 log = logging.getLogger(__name__)
@@ -59,7 +50,6 @@ log = logging.getLogger(__name__)
 # Logs downloaded at once per triage: enough to overlap one log's download with another's
 # classification, few enough not to look like a burst to GitHub's secondary rate limits.
 LOG_CONCURRENCY = 4
-OUTDATED_NOTE = "> **Outdated**: new commits were pushed"
 
 
 _pool_lock = threading.Lock()
@@ -174,16 +164,6 @@ def _run_notes(run: WorkflowRun, cancelled: Sequence[GitHubJob]) -> list[str]:
 # ---- the queue's handler --------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Target:
-    """A pull request to comment on, or why not."""
-
-    number: int
-    head_sha: str
-    skip: str | None = None  # "stale", "closed": reason not to post
-    base_ref: str = ""  # the branch it merges into, for the base-branch comparison
-
-
 def handle_job(
     payload: dict[str, Any], context: JobContext, *, options: ClientOptions | None = None
 ) -> dict[str, Any] | None:
@@ -213,19 +193,6 @@ def handle_job(
     raise PermanentJobError(f"unknown job kind {payload.get('kind')!r}")
 
 
-def client_for(
-    settings: Settings, payload: dict[str, Any], options: ClientOptions | None = None
-) -> GitHubClient:
-    """The installation the webhook named, else whatever reaches the repo (App or token)."""
-    installation = payload.get("installation_id")
-    if isinstance(installation, int) and settings.app_id is not None and settings.private_key:
-        app = shared_app_auth(
-            settings.app_id, settings.private_key, settings.github_api_url, options
-        )
-        return client_for_installation(app, installation)
-    return client_for_repo(settings, str(payload["repo"]), options=options)
-
-
 def triage_job(
     payload: dict[str, Any],
     settings: Settings,
@@ -242,7 +209,7 @@ def triage_job(
     `on_report` sees the report before anything is posted (the command line prints it);
     `config`, when given, stands for the repository's `.github/triage-bot.yml`."""
     repo, run_id, attempt = str(payload["repo"]), int(payload["run_id"]), payload["run_attempt"]
-    with client_for(settings, payload, options) as client:
+    with client_for_job(settings, payload, options) as client:
         run = client.get_run(repo, run_id)
         attempt = run.attempt if attempt is None else attempt  # None: the latest (command line)
         targets = _targets(client, repo, run, payload)
@@ -293,18 +260,7 @@ def _targets(
     numbers = [n for n in payload.get("pull_requests") or [] if isinstance(n, int)]
     if not numbers and payload.get("find_pr"):
         numbers = [ref.number for ref in client.pulls_for_run(repo, run)]
-    return [_target(client, repo, run.head_sha, number) for number in numbers]
-
-
-def _target(client: GitHubClient, repo: str, head_sha: str, number: int) -> Target:
-    pull = client.get_pull(repo, number)
-    if pull.state != "open":
-        return Target(number, pull.head_sha, "closed")
-    if pull.head_sha != head_sha:
-        # The pull request has moved on: this run's comment would describe old code, and the
-        # run of the new head will (or did) write the comment.
-        return Target(number, pull.head_sha, "stale")
-    return Target(number, pull.head_sha, base_ref=pull.base_ref)
+    return [target_for(client, repo, run.head_sha, number) for number in numbers]
 
 
 def _skips(targets: Sequence[Target]) -> str:
@@ -337,25 +293,6 @@ def _post(
     return put_section(client, store, stored)
 
 
-def put_section(client: GitHubClient, store: Store, section: Section) -> dict[str, Any]:
-    """Store `section` and make the pull request's comment show it with the head commit's
-    other sections, under the comment lock; nothing when the pull request has moved on."""
-    repo, number = section.repo, section.pr_number
-    with store.comment_lock(repo, number):
-        # Looked at again under the lock: a push may have landed while the logs downloaded.
-        fresh = _target(client, repo, section.head_sha, number)
-        if fresh.skip:
-            return {"pr": number, "action": fresh.skip}
-        if not store.sections.save(section):
-            return {"pr": number, "action": "superseded"}  # a later run of the workflow
-        stored = store.sections.of_head(repo, number, section.head_sha)
-        body = compose_comment([s.body for s in stored])
-        result = client.upsert_comment(repo, number, body)
-        store.record_comment(repo, number, result.id, _hash(body), section.head_sha)
-    log.info("%s#%d: comment %d %s", repo, number, result.id, result.action)
-    return {"pr": number, "action": result.action, "id": result.id}
-
-
 def _run_json(run: WorkflowRun, attempt: object) -> dict[str, Any]:
     return {
         "id": run.id,
@@ -364,79 +301,3 @@ def _run_json(run: WorkflowRun, attempt: object) -> dict[str, Any]:
         "head_sha": run.head_sha,
         "url": run.html_url,
     }
-
-
-def _hash(body: str) -> str:
-    return hashlib.sha256(body.encode("utf-8")).hexdigest()
-
-
-# ---- a workflow that passed -----------------------------------------------------------------
-
-
-def passed_job(
-    payload: dict[str, Any],
-    settings: Settings,
-    store: Store,
-    *,
-    dry_run: bool = False,
-    options: ClientOptions | None = None,
-) -> dict[str, Any]:
-    """A "passed" job: a run that succeeded replaces its workflow's failing section in the
-    comments of its head commit (a re-run that passed); nothing when no comment shows it."""
-    repo, head_sha = str(payload["repo"]), str(payload["head_sha"])
-    shown = store.sections.of_workflow(repo, head_sha, str(payload["workflow_id"]))
-    if not shown:
-        return {"action": "none", "reason": "no comment shows this workflow failing"}
-    if dry_run:
-        return {"action": "dry_run", "prs": [s.pr_number for s in shown]}
-    attempt, url = int(payload["run_attempt"]), payload.get("url")
-    with client_for(settings, payload, options) as client:
-        comments = [
-            put_section(
-                client,
-                store,
-                replace(
-                    section,
-                    run_id=int(payload["run_id"]),
-                    run_attempt=attempt,
-                    body=render_passed_section(section.title, attempt, url),
-                ),
-            )
-            for section in shown
-        ]
-    return {"action": "passed", "comments": comments}
-
-
-# ---- outdated comments ----------------------------------------------------------------------
-
-
-def outdated_job(
-    payload: dict[str, Any],
-    settings: Settings,
-    store: Store,
-    *,
-    dry_run: bool = False,
-    options: ClientOptions | None = None,
-) -> dict[str, Any]:
-    """A "outdated" job: the pull request got new commits; flag the old head's comment."""
-    repo, number = str(payload["repo"]), int(payload["pr_number"])
-    before, after = str(payload["before"]), str(payload["after"])
-    if not store.mark_comment_outdated(repo, number, before):
-        return {"pr": number, "action": "none", "reason": "no comment for the old head"}
-    if dry_run:
-        return {"pr": number, "action": "dry_run"}
-    with client_for(settings, payload, options) as client, store.comment_lock(repo, number):
-        comment = client.find_sticky_comment(repo, number)
-        if comment is None or OUTDATED_NOTE in comment.body:
-            return {"pr": number, "action": "unchanged"}
-        client.edit_comment(repo, comment.id, with_outdated_note(comment.body, after))
-    return {"pr": number, "action": "updated", "id": comment.id}
-
-
-def with_outdated_note(body: str, after: str) -> str:
-    """The body with a note under its marker (the marker must stay first: it finds the comment)."""
-    note = f"{OUTDATED_NOTE} (now at `{after[:10]}`); this triage is of an earlier commit.\n\n"
-    head, marker, rest = body.partition(COMMENT_MARKER)
-    if not marker:
-        return note + body
-    return f"{head}{marker}\n{note}{rest.lstrip(chr(10))}"
