@@ -137,3 +137,13 @@ def test_a_passing_run_no_comment_shows_costs_no_github_call(world: World) -> No
     before = len(world.fake.state.requests_matching(host=None))
     assert passed(world, run, attempt=1)["action"] == "none"
     assert len(world.fake.state.requests_matching(host=None)) == before
+
+
+def test_problems_with_the_repositorys_files_are_said_once(world: World) -> None:
+    world.fake.state.add_file(world.repo, ".github/triage-bot.yml", "disable: [no-such-id]\n")
+    triage(world, failed_run(world, names=(THREE[0],)))
+    triage(world, failed_run(world, names=(THREE[2],), name="Lint", path=".github/workflows/l.yml"))
+    [body] = world.comments()
+    assert "## CI triage: Lint" in body and "## CI triage: CI" in body
+    assert body.count("Problems with this repository's triage-bot files") == 1
+    assert "`.github/triage-bot.yml:1`: disable: no signature has the id 'no-such-id'" in body

@@ -28,6 +28,9 @@ class Section:
     run_attempt: int
     head_sha: str
     body: str
+    # What was wrong with the repository's triage-bot files when the run was triaged
+    # ("file:line: reason"): the comment shows those of its latest section, once.
+    problems: tuple[str, ...] = ()
 
 
 class CommentSections:
@@ -38,6 +41,7 @@ class CommentSections:
         """Store `section`; False (nothing written) when a later run or attempt of its
         workflow on the same head commit is stored already."""
         row = {name: getattr(section, name) for name in Section.__dataclass_fields__}
+        row["problems"] = list(section.problems)
         with self.engine.begin() as conn:
             return schema.upsert(
                 conn,
@@ -49,15 +53,10 @@ class CommentSections:
 
     def of_head(self, repo: str, pr_number: int, head_sha: str) -> list[Section]:
         """The sections for the pull request's head commit `head_sha`, by workflow name."""
-        columns = [getattr(comment_sections.c, name) for name in Section.__dataclass_fields__]
         stored = comment_sections.c
-        query = (
-            select(*columns)
-            .where(stored.repo == repo, stored.pr_number == pr_number, stored.head_sha == head_sha)
-            .order_by(stored.title, stored.workflow)
+        return self._select(
+            stored.repo == repo, stored.pr_number == pr_number, stored.head_sha == head_sha
         )
-        with self.engine.connect() as conn:
-            return [Section(*row) for row in conn.execute(query)]
 
     def of_workflow(self, repo: str, head_sha: str, workflow: str) -> list[Section]:
         """The sections of one workflow for head commit `head_sha`, one per pull request."""
@@ -71,7 +70,8 @@ class CommentSections:
         query = select(*columns).where(*where)
         query = query.order_by(comment_sections.c.title, comment_sections.c.workflow)
         with self.engine.connect() as conn:
-            return [Section(*row) for row in conn.execute(query)]
+            rows = conn.execute(query).mappings()
+            return [Section(**{**row, "problems": tuple(row["problems"])}) for row in rows]
 
 
 def _supersedes(section: Section) -> ColumnElement[bool]:

@@ -239,8 +239,19 @@ def triage_job(
         if on_report is not None:
             on_report(compared.report)
         posts = targets if config.wants_comment else []
+        problems = compared.report.setup_problems
         comments = [
-            _post(client, store, repo, run, int(attempt), t, compared.section(t.base_ref), dry_run)
+            _post(
+                client,
+                store,
+                repo,
+                run,
+                int(attempt),
+                t,
+                compared.section(t.base_ref),
+                problems,
+                dry_run,
+            )
             for t in posts
         ]
         if config.wants_check_run:
@@ -275,6 +286,7 @@ def _post(
     attempt: int,
     target: Target,
     section: str,
+    problems: Sequence[str],
     dry_run: bool,
 ) -> dict[str, Any]:
     """Put the run's `section` in the pull request's comment, beside the sections of the
@@ -282,13 +294,13 @@ def _post(
     if target.skip:
         return {"pr": target.number, "action": target.skip}
     if dry_run:
-        body = compose_comment([section])
+        body = compose_comment([section], problems)
         log.info("dry run: the comment for %s#%d would be:\n%s", repo, target.number, body)
         return {"pr": target.number, "action": "dry_run"}
     workflow = str(run.workflow_id) if run.workflow_id else f"name:{run.name}"
     stored = Section(
         repo, target.number, workflow[:255], (run.name or "")[:255], run.id, attempt,
-        run.head_sha, section,
+        run.head_sha, section, tuple(problems),
     )  # fmt: skip
     return put_section(client, store, stored)
 

@@ -185,7 +185,6 @@ def _context(report: Report, detail: Detail, limit: int | None) -> dict[str, Any
         "unmatched": [_job_view(j) for j in unmatched[:limit]],
         "hidden_unmatched": len(unmatched) - len(unmatched[:limit]),
         "notes": [*report.footer_notes, *_truncation_notes(report)],
-        "setup_problems": [_problem_view(p) for p in report.setup_problems],
         "catalog_url": CATALOG_URL,
         "base": _comparison_view(report),
     }
@@ -205,7 +204,8 @@ def _truncation_notes(report: Report) -> list[str]:
 
 def render_comment(report: Report, limit: int = MAX_COMMENT_CHARS) -> str:
     """The pull request comment of one run; always under `limit` characters."""
-    return compose_comment([render_comment_section(report, limit)], limit)
+    section = render_comment_section(report, limit)
+    return compose_comment([section], report.setup_problems, limit)
 
 
 def render_comment_section(report: Report, limit: int = MAX_COMMENT_CHARS) -> str:
@@ -237,17 +237,20 @@ def render_passed_section(title: str, attempt: int, url: str | None) -> str:
     return template.render(title=title, attempt=attempt, url=url)
 
 
-def compose_comment(sections: Sequence[str], limit: int = MAX_COMMENT_CHARS) -> str:
-    """The comment: the marker, each run's section, the commands; under `limit` characters.
+def compose_comment(
+    sections: Sequence[str], problems: Sequence[str] = (), limit: int = MAX_COMMENT_CHARS
+) -> str:
+    """The comment: the marker, each run's section, what is wrong with the repository's
+    triage-bot files ("file:line: reason" each), the commands; under `limit` characters.
     Sections that together do not fit share the room: each short one whole, the long ones
     cut at a block boundary to an equal share of what is left."""
-    room = limit - len(_frame([""] * len(sections)))
+    room = limit - len(_frame([""] * len(sections), problems))
     shares = _shares([len(section) for section in sections], room)
     fitted = [
         section if len(section) <= share else cut_markdown(section, share, _CUT_NOTE)
         for section, share in zip(sections, shares, strict=True)
     ]
-    return _frame(fitted)
+    return _frame(fitted, problems)
 
 
 def _shares(lengths: Sequence[int], room: int) -> list[int]:
@@ -264,9 +267,17 @@ def _shares(lengths: Sequence[int], room: int) -> list[int]:
     return shares
 
 
-def _frame(sections: Sequence[str]) -> str:
-    template = _env().get_template("comment.md.j2")
-    return template.render(marker=COMMENT_MARKER, sections=sections, catalog_url=CATALOG_URL)
+def _frame(sections: Sequence[str], problems: Sequence[str] = ()) -> str:
+    return (
+        _env()
+        .get_template("comment.md.j2")
+        .render(
+            marker=COMMENT_MARKER,
+            sections=sections,
+            setup_problems=[_problem_view(p) for p in problems],
+            catalog_url=CATALOG_URL,
+        )
+    )
 
 
 def _frame_chars() -> int:

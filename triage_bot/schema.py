@@ -190,6 +190,7 @@ comment_sections = Table(
     Column("run_attempt", BigInteger, nullable=False),
     Column("head_sha", String(64), nullable=False),
     Column("body", Text, nullable=False),
+    Column("problems", JSON, nullable=False),
     Column("updated_at", UTCDateTime(), nullable=False),
     Index("ix_comment_sections_head", "repo", "head_sha", "workflow"),
 )

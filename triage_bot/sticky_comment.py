@@ -58,7 +58,7 @@ def put_section(client: GitHubClient, store: Store, section: Section) -> dict[st
         if not store.sections.save(section):
             return {"pr": number, "action": "superseded"}  # a later run of the workflow
         stored = store.sections.of_head(repo, number, section.head_sha)
-        body = compose_comment([s.body for s in stored])
+        body = compose_comment([s.body for s in stored], section.problems)
         result = client.upsert_comment(repo, number, body)
         store.record_comment(repo, number, result.id, _hash(body), section.head_sha)
     log.info("%s#%d: comment %d %s", repo, number, result.id, result.action)
