@@ -14,7 +14,8 @@ Prints, in one run on one machine:
   token exchange excluded), one at a time and 4 at a time (the pipeline downloads 4 at once).
 
 Usage: python bench/service.py [--deliveries 2000] [--rate 200] [--jobs 20] [--log-mb 10]
-       [--no-scaled]. Exit status 0 unless something failed; the figures are not judged.
+       [--repeat 3] [--no-scaled]. Exit status 0 unless something failed; the figures are not
+       judged.
 """
 
 from __future__ import annotations
@@ -373,6 +374,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--jobs", type=int, default=20)
     parser.add_argument("--log-mb", type=float, default=10.0)
+    parser.add_argument("--repeat", type=int, default=3, help="rounds of each measurement")
     parser.add_argument("--no-scaled", action="store_true", help="embedded only (no PG/Redis)")
     parser.add_argument("--download", nargs="+", help=argparse.SUPPRESS)  # the child's part
     args = parser.parse_args(argv)
@@ -397,31 +399,47 @@ def run(fake: FakeGitHub, folder: Path, args: argparse.Namespace, modes: list[st
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}")
     for mode in modes:
         with running(fake, folder / f"acks-{mode}", mode, ["serve", "--no-worker"]) as bot:
-            line = ack_bench(bot, world.hooks, args.deliveries, args.rate, args.threads)
-            print(f"acks {mode:8}: {line}")
-            print(f"               {server_side(bot)}")
+            for _ in range(args.repeat):
+                line = ack_bench(bot, world.hooks, args.deliveries, args.rate, args.threads)
+                print(f"acks {mode:8}: {line}")
+            print(f"               {server_side(bot)} (all {args.repeat} rounds)")
 
     log = big_log(args.log_mb)
     size = args.jobs * len(log) / 1e6
-    print(f"run of {args.jobs} failed jobs x {len(log) / 1e6:.1f} MB logs ({size:.0f} MB)")
-    bare = {n: world.download_time(args.jobs, log, n) for n in (1, DOWNLOAD_CONCURRENCY)}
-    for n, took in bare.items():
-        print(f"  download only, {n} at a time: {took:6.2f} s ({size / took:6.0f} MB/s)")
+    print(
+        f"run of {args.jobs} failed jobs x {len(log) / 1e6:.1f} MB logs ({size:.0f} MB), "
+        f"median of {args.repeat} (min-max)"
+    )
+    bare: dict[int, list[float]] = {1: [], DOWNLOAD_CONCURRENCY: []}
+    for _ in range(args.repeat):  # interleaved, so a slow spell of the machine hits both
+        for n, times in bare.items():
+            times.append(world.download_time(args.jobs, log, n))
+    for n, times in bare.items():
+        took = statistics.median(times)
+        print(f"  download only, {n} at a time: {_spread(times)} ({size / took:6.0f} MB/s)")
     layouts = {
         "embedded": [["serve", "--lease", "120"]],
         "scaled": [["serve", "--no-worker"], *[["worker", "--lease", "120"]] * 2],
     }
     small = big_log(0.01)
+    reference = statistics.median(bare[DOWNLOAD_CONCURRENCY])
     for mode in modes:
         with running(fake, folder / f"e2e-{mode}", mode, *layouts[mode]) as bot:
-            world.comment_time(bot, 2, small)  # warm-up: token, catalog, connections
-            took = world.comment_time(bot, args.jobs, log)
-        ratio = took / bare[DOWNLOAD_CONCURRENCY]
+            for _ in range(2):  # warm-up: token, catalog, connections (both workers when scaled)
+                world.comment_time(bot, 2, small)
+            times = [world.comment_time(bot, args.jobs, log) for _ in range(args.repeat)]
+        took = statistics.median(times)
+        ratios = [t / reference for t in times]
         print(
-            f"  webhook -> comment, {mode:8}: {took:6.2f} s ({size / took:6.0f} MB/s), "
-            f"{ratio:.2f}x the {DOWNLOAD_CONCURRENCY}-at-a-time download, "
-            f"{took / bare[1]:.2f}x the one-at-a-time download"
+            f"  webhook -> comment, {mode:8}: {_spread(times)} ({size / took:6.0f} MB/s), "
+            f"{took / reference:.2f}x ({min(ratios):.2f}-{max(ratios):.2f}) the "
+            f"{DOWNLOAD_CONCURRENCY}-at-a-time download, "
+            f"{took / statistics.median(bare[1]):.2f}x the one-at-a-time download"
         )
+
+
+def _spread(seconds: list[float]) -> str:
+    return f"{statistics.median(seconds):5.2f} s ({min(seconds):.2f}-{max(seconds):.2f})"
 
 
 if __name__ == "__main__":
