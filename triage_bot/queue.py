@@ -46,11 +46,12 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from huey import RedisHuey, SqliteHuey  # type: ignore[import-untyped]
+from huey import RedisHuey  # type: ignore[import-untyped]
 
 from triage_bot import metrics
 from triage_bot.config import Settings
 from triage_bot.ledger import JobRecord, NewJob
+from triage_bot.sqlite_queue import waking_sqlite_huey
 from triage_bot.store import Store
 
 log = logging.getLogger(__name__)
@@ -153,10 +154,7 @@ def redis_huey(url: str, name: str = "triage-bot", read_timeout: float = 1.0) ->
 
 def sqlite_huey(path: Path, name: str = "triage-bot") -> Any:
     path.parent.mkdir(parents=True, exist_ok=True)
-    # No fsync per push (WAL still survives a process crash): the ledger, not huey, is the
-    # record of every job, and the sweep pushes again whatever an OS crash took from huey.
-    # An fsync on the webhook's path cost milliseconds at the tail.
-    return SqliteHuey(name, results=False, filename=str(path), timeout=30, fsync=False)
+    return waking_sqlite_huey(str(path), name)
 
 
 class JobQueue:

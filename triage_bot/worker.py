@@ -28,7 +28,8 @@ def consumer_options(queue: JobQueue, workers: int) -> dict[str, Any]:
         "workers": workers,
         "worker_type": "thread",
         "periodic": False,
-        # An idle SQLite consumer polls, backing off to poll_interval; Redis blocks instead.
+        # Both queues block in dequeue (Redis's pop; sqlite_queue's wait for a push), so these
+        # only space out the looks after the queue failed to answer.
         "initial_delay": 0.05,
         "backoff": 1.5,
         "max_delay": queue.options.poll_interval,
