@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from jsonschema import Draft7Validator
 from referencing import Registry, Resource
 
-from triage_bot.events import HANDLED_EVENTS, InstallationChange, decide
+from triage_bot.event_decision import InstallationChange
+from triage_bot.events import HANDLED_EVENTS, decide
 
 GITHUB = Path(__file__).resolve().parents[2] / "shared" / "github"
 EXAMPLES = GITHUB / "webhooks"

@@ -20,7 +20,7 @@ import pytest
 from prometheus_client import REGISTRY
 from services import create_database, db_url, drop_database, queue_url, start_postgres
 
-from triage_bot.events import InstallationChange
+from triage_bot.event_decision import InstallationChange
 from triage_bot.failure_records import JobFailure, TriagedRun
 from triage_bot.ledger import NewJob
 from triage_bot.queue import (

@@ -23,58 +23,38 @@ Jobs are JSON-ready dicts (they are stored in the database and carried by the qu
 
 `find_pr` is true when GitHub gave no pull request for the run (runs from forks, and every
 `workflow_job`): the worker then looks the pull request up by head branch and head SHA.
+
+This module decides the workflow and pull request events; the `/triage` comments are
+comment_events.py's, the App's installations installation_events.py's, and the field readers
+that refuse a bad payload payload_fields.py's.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Literal, TypeGuard
+from typing import Any
 
-from triage_bot.commands import find_command
-
-Outcome = Literal["job", "record", "pong", "ignored", "refused"]
-InstallationOp = Literal["upsert", "delete", "add_repos", "remove_repos"]
+from triage_bot.comment_events import on_issue_comment
+from triage_bot.event_decision import Decision
+from triage_bot.installation_events import on_installation, on_installation_repositories
+from triage_bot.payload_fields import (
+    MAX_INT,
+    REPO_NAME,
+    Refused,
+    describe,
+    is_int,
+    read_installation_id,
+    read_int,
+    read_obj,
+    read_opt_str,
+    read_repo,
+    read_str,
+)
 
 # startup_failure is not in the octokit schema's enum but GitHub sends it when a workflow file
 # is invalid; it is a failure the contributor needs to hear about.
 FAILING_RUN_CONCLUSIONS = frozenset({"failure", "timed_out", "startup_failure"})
 FAILING_JOB_CONCLUSIONS = frozenset({"failure"})
-# Bounds that keep every value storable: database integers are 64-bit and PostgreSQL refuses
-# NUL characters and unpaired surrogates in text, so such values are refused here, not there.
-MAX_INT = 2**63 - 1
-MAX_TEXT = 1000
-MAX_COMMENT_BODY = 65_536  # GitHub's own cap on a comment's body
-
-
-@dataclass(frozen=True)
-class InstallationChange:
-    op: InstallationOp
-    installation_id: int
-    account: str | None = None
-    repos: tuple[str, ...] = ()
-    repository_selection: str | None = None
-    suspended: bool | None = None  # None: leave as it is
-
-
-@dataclass(frozen=True)
-class Decision:
-    outcome: Outcome
-    reason: str
-    job: dict[str, Any] | None = None
-    # Jobs with one key that are still waiting in the queue are merged: when twenty matrix
-    # jobs of one run fail, one early triage that has not started yet covers them all.
-    coalesce_key: str | None = None
-    installation: InstallationChange | None = None
-
-
-# GitHub's own rules: owner up to 39 characters, name up to 100, of letters, digits, - _ .
-_REPO_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}")
-
-
-class _Refused(Exception):
-    pass
 
 
 def decide(event: str, payload: object) -> Decision:
@@ -86,7 +66,7 @@ def decide(event: str, payload: object) -> Decision:
         return Decision("ignored", f"event {event!r} is not one triage-bot acts on")
     try:
         return handler(payload)
-    except _Refused as refusal:
+    except Refused as refusal:
         return Decision("refused", f"{event}: {refusal}")
 
 
@@ -96,44 +76,44 @@ def _ping(payload: Mapping[str, Any]) -> Decision:
 
 
 def _workflow_run(payload: Mapping[str, Any]) -> Decision:
-    action = _str(payload, "action")
+    action = read_str(payload, "action")
     if action != "completed":
         return Decision("ignored", f"workflow_run action {action!r} is not 'completed'")
-    run = _obj(payload, "workflow_run")
-    conclusion = _str(run, "conclusion", "workflow_run.conclusion")
+    run = read_obj(payload, "workflow_run")
+    conclusion = read_str(run, "conclusion", "workflow_run.conclusion")
     if conclusion == "success":
         return _passed(payload, run)
     if conclusion not in FAILING_RUN_CONCLUSIONS:
         return Decision("ignored", f"workflow_run conclusion {conclusion!r} needs no triage")
-    repo = _repo(payload)
+    repo = read_repo(payload)
     prs = _pull_request_numbers(run, payload)
     job = _triage_job(payload, run, "workflow_run", repo, conclusion)
     job.update(
         head_repo=_head_repo(run),
         pull_requests=prs,
         find_pr=not prs,
-        workflow=_opt_str(run, "name", "workflow_run.name"),
+        workflow=read_opt_str(run, "name", "workflow_run.name"),
     )
     return _triage_decision(job, f"run {job['run_id']} of {repo} ended in {conclusion}")
 
 
 def _workflow_job(payload: Mapping[str, Any]) -> Decision:
-    action = _str(payload, "action")
+    action = read_str(payload, "action")
     if action != "completed":
         return Decision("ignored", f"workflow_job action {action!r} is not 'completed'")
-    wjob = _obj(payload, "workflow_job")
-    conclusion = _opt_str(wjob, "conclusion", "workflow_job.conclusion")
+    wjob = read_obj(payload, "workflow_job")
+    conclusion = read_opt_str(wjob, "conclusion", "workflow_job.conclusion")
     if conclusion not in FAILING_JOB_CONCLUSIONS:
         return Decision("ignored", f"workflow_job conclusion {conclusion!r} needs no triage")
-    repo = _repo(payload)
+    repo = read_repo(payload)
     job = _triage_job(payload, wjob, "workflow_job", repo, "failure")
     job.update(
         head_repo=None,
         pull_requests=[],  # the event carries none: the worker finds them by branch and SHA
         find_pr=True,
-        workflow=_opt_str(wjob, "workflow_name", "workflow_job.workflow_name"),
-        workflow_job_id=_int(wjob, "id", "workflow_job.id"),
-        workflow_job_name=_opt_str(wjob, "name", "workflow_job.name"),
+        workflow=read_opt_str(wjob, "workflow_name", "workflow_job.workflow_name"),
+        workflow_job_id=read_int(wjob, "id", "workflow_job.id"),
+        workflow_job_name=read_opt_str(wjob, "name", "workflow_job.name"),
     )
     return _triage_decision(job, f"job {job['workflow_job_id']} of run {job['run_id']} failed")
 
@@ -148,11 +128,11 @@ def _triage_job(
         "kind": "triage",
         "trigger": trigger,
         "repo": repo,
-        "installation_id": _installation_id(payload),
-        "run_id": _int(source, run_id_field, f"{prefix}.{run_id_field}"),
+        "installation_id": read_installation_id(payload),
+        "run_id": read_int(source, run_id_field, f"{prefix}.{run_id_field}"),
         "run_attempt": attempt,
-        "head_sha": _str(source, "head_sha", f"{prefix}.head_sha"),
-        "head_branch": _opt_str(source, "head_branch", f"{prefix}.head_branch"),
+        "head_sha": read_str(source, "head_sha", f"{prefix}.head_sha"),
+        "head_branch": read_opt_str(source, "head_branch", f"{prefix}.head_branch"),
         "conclusion": conclusion,
         "workflow_job_id": None,
         "workflow_job_name": None,
@@ -162,24 +142,24 @@ def _triage_job(
 def _passed(payload: Mapping[str, Any], run: Mapping[str, Any]) -> Decision:
     """A passing run may clear its workflow's failing section of a comment (a re-run that
     passed); the worker looks in the database first, so most of these cost no GitHub call."""
-    repo = _repo(payload)
+    repo = read_repo(payload)
     job = {
         "kind": "passed",
         "repo": repo,
-        "installation_id": _installation_id(payload),
-        "run_id": _int(run, "id", "workflow_run.id"),
+        "installation_id": read_installation_id(payload),
+        "run_id": read_int(run, "id", "workflow_run.id"),
         "run_attempt": _attempt(run, "workflow_run"),
-        "head_sha": _str(run, "head_sha", "workflow_run.head_sha"),
-        "workflow_id": _int(run, "workflow_id", "workflow_run.workflow_id"),
-        "url": _opt_str(run, "html_url", "workflow_run.html_url"),
+        "head_sha": read_str(run, "head_sha", "workflow_run.head_sha"),
+        "workflow_id": read_int(run, "workflow_id", "workflow_run.workflow_id"),
+        "url": read_opt_str(run, "html_url", "workflow_run.html_url"),
     }
     return Decision("job", f"run {job['run_id']} of {repo} passed", job=job)
 
 
 def _attempt(source: Mapping[str, Any], prefix: str) -> int:
     attempt = source.get("run_attempt", 1)  # absent on older GitHub Enterprise Servers
-    if not _is_int(attempt) or not 1 <= attempt <= MAX_INT:
-        raise _Refused(f"{prefix}.run_attempt must be a positive integer, got {attempt!r}")
+    if not is_int(attempt) or not 1 <= attempt <= MAX_INT:
+        raise Refused(f"{prefix}.run_attempt must be a positive integer, got {attempt!r}")
     return attempt
 
 
@@ -189,155 +169,38 @@ def _triage_decision(job: dict[str, Any], reason: str) -> Decision:
 
 
 def _pull_request(payload: Mapping[str, Any]) -> Decision:
-    action = _str(payload, "action")
+    action = read_str(payload, "action")
     if action != "synchronize":
         return Decision("ignored", f"pull_request action {action!r} changes no comment")
-    repo = _repo(payload)
-    number = _int(payload, "number")
+    repo = read_repo(payload)
+    number = read_int(payload, "number")
     job = {
         "kind": "outdated",
         "repo": repo,
-        "installation_id": _installation_id(payload),
+        "installation_id": read_installation_id(payload),
         "pr_number": number,
-        "before": _str(payload, "before"),
-        "after": _str(payload, "after"),
+        "before": read_str(payload, "before"),
+        "after": read_str(payload, "after"),
     }
     return Decision("job", f"{repo}#{number} has a new head commit", job=job)
-
-
-def _issue_comment(payload: Mapping[str, Any]) -> Decision:
-    action = _str(payload, "action")
-    if action != "created":
-        # An edited comment is not run again: editing one's own comment must not re-run jobs.
-        return Decision("ignored", f"issue_comment action {action!r}: only new comments count")
-    issue = _obj(payload, "issue")
-    if issue.get("pull_request") is None:
-        return Decision("ignored", "the comment is on an issue, not a pull request")
-    comment = _obj(payload, "comment")
-    author = _obj(comment, "user", "comment.user")
-    login = _str(author, "login", "comment.user.login")
-    if _is_bot(author) or _is_bot(payload.get("sender")):
-        return Decision("ignored", f"comments by bots are ignored ({login})")
-    body = comment.get("body")
-    if not isinstance(body, str) or not is_storable_text(body, MAX_COMMENT_BODY):
-        raise _Refused(f"comment.body must be text of at most {MAX_COMMENT_BODY} characters")
-    command = find_command(body)
-    if command is None:
-        return Decision("ignored", "the comment holds no /triage command")
-    repo, number = _repo(payload), _int(issue, "number", "issue.number")
-    job = {
-        "kind": "command",
-        "repo": repo,
-        "installation_id": _installation_id(payload),
-        "pr_number": number,
-        "comment_id": _int(comment, "id", "comment.id"),
-        "author": login,
-        "body": body,
-    }
-    return Decision("job", f"{repo}#{number}: {command.line!r} by {login}", job=job)
-
-
-def _is_bot(user: object) -> bool:
-    """A GitHub App or other bot account (our own replies included)."""
-    if not isinstance(user, Mapping):
-        return False
-    login = user.get("login")
-    return user.get("type") == "Bot" or (isinstance(login, str) and login.endswith("[bot]"))
-
-
-def _installation(payload: Mapping[str, Any]) -> Decision:
-    action = _str(payload, "action")
-    inst = _obj(payload, "installation")
-    inst_id = _int(inst, "id", "installation.id")
-    if action == "deleted":
-        change = InstallationChange("delete", inst_id)
-        return Decision("record", f"installation {inst_id} deleted", installation=change)
-    if action not in ("created", "new_permissions_accepted", "suspend", "unsuspend"):
-        return Decision("ignored", f"installation action {action!r} changes nothing we keep")
-    repos = payload.get("repositories")
-    change = InstallationChange(
-        "upsert",
-        inst_id,
-        account=_account(inst),
-        # suspend/unsuspend carry no repository list: keep the one we have
-        repos=_repo_names(repos, "repositories") if repos is not None else (),
-        repository_selection=_opt_str(
-            inst, "repository_selection", "installation.repository_selection"
-        ),
-        suspended=_suspended(action, inst),
-    )
-    return Decision("record", f"installation {inst_id} {action}", installation=change)
-
-
-def _installation_repositories(payload: Mapping[str, Any]) -> Decision:
-    action = _str(payload, "action")
-    if action not in ("added", "removed"):
-        return Decision("ignored", f"installation_repositories action {action!r} is unknown")
-    inst = _obj(payload, "installation")
-    field = f"repositories_{action}"
-    change = InstallationChange(
-        "add_repos" if action == "added" else "remove_repos",
-        _int(inst, "id", "installation.id"),
-        account=_account(inst),
-        repos=_repo_names(payload.get(field), field),
-        repository_selection=_opt_str(payload, "repository_selection"),
-    )
-    reason = f"installation {change.installation_id}: {len(change.repos)} repositories {action}"
-    return Decision("record", reason, installation=change)
-
-
-def _suspended(action: str, inst: Mapping[str, Any]) -> bool:
-    if action in ("suspend", "unsuspend"):
-        return action == "suspend"
-    return inst.get("suspended_at") is not None
-
-
-def _account(inst: Mapping[str, Any]) -> str | None:
-    account = inst.get("account")
-    if isinstance(account, Mapping):
-        login = account.get("login") or account.get("slug")  # enterprises have a slug
-        return login if isinstance(login, str) and is_storable_text(login, 255) else None
-    return None
-
-
-def _repo_names(value: object, field: str) -> tuple[str, ...]:
-    if not isinstance(value, list):
-        raise _Refused(f"{field} must be a list, got {_kind(value)}")
-    names = []
-    for index, item in enumerate(value):
-        if not isinstance(item, Mapping):
-            raise _Refused(f"{field}[{index}] must be an object, got {_kind(item)}")
-        names.append(_full_name(item, f"{field}[{index}].full_name"))
-    return tuple(names)
-
-
-def _repo(payload: Mapping[str, Any]) -> str:
-    return _full_name(_obj(payload, "repository"), "repository.full_name")
-
-
-def _full_name(obj: Mapping[str, Any], field: str) -> str:
-    name = obj.get("full_name")
-    if not isinstance(name, str) or not _REPO_NAME.fullmatch(name):
-        raise _Refused(f"{field} must be 'owner/name', got {_kind(name)}")
-    return name
 
 
 def _head_repo(run: Mapping[str, Any]) -> str | None:
     head = run.get("head_repository")
     name = head.get("full_name") if isinstance(head, Mapping) else None
-    return name if isinstance(name, str) and _REPO_NAME.fullmatch(name) else None
+    return name if isinstance(name, str) and REPO_NAME.fullmatch(name) else None
 
 
 def _pull_request_numbers(run: Mapping[str, Any], payload: Mapping[str, Any]) -> list[int]:
     prs = run.get("pull_requests", [])
     if not isinstance(prs, list):
-        raise _Refused(f"workflow_run.pull_requests must be a list, got {_kind(prs)}")
-    repo_id = _obj(payload, "repository").get("id")
+        raise Refused(f"workflow_run.pull_requests must be a list, got {describe(prs)}")
+    repo_id = read_obj(payload, "repository").get("id")
     numbers: list[int] = []
     for index, pr in enumerate(prs):
         if not isinstance(pr, Mapping):
-            raise _Refused(f"workflow_run.pull_requests[{index}] must be an object")
-        number = _int(pr, "number", f"workflow_run.pull_requests[{index}].number")
+            raise Refused(f"workflow_run.pull_requests[{index}] must be an object")
+        number = read_int(pr, "number", f"workflow_run.pull_requests[{index}].number")
         # GitHub also lists pull requests of *other* repositories whose head matches (a fork's
         # run lists the upstream's PRs). Commenting with that number here would land on an
         # unrelated PR of this repository, so keep only PRs whose base is this repository.
@@ -352,84 +215,13 @@ def _base_repo_id(pr: Mapping[str, Any]) -> object:
     return repo.get("id") if isinstance(repo, Mapping) else None
 
 
-def _installation_id(payload: Mapping[str, Any]) -> int | None:
-    inst = payload.get("installation")
-    if inst is None:
-        return None  # webhooks of a repository hook carry none; the worker looks it up
-    if not isinstance(inst, Mapping):
-        raise _Refused(f"installation must be an object, got {_kind(inst)}")
-    return _int(inst, "id", "installation.id")
-
-
-def _obj(parent: Mapping[str, Any], key: str, field: str | None = None) -> Mapping[str, Any]:
-    value = parent.get(key)
-    if not isinstance(value, Mapping):
-        raise _Refused(f"{field or key} must be an object, got {_kind(value)}")
-    return value
-
-
-def _str(parent: Mapping[str, Any], key: str, field: str | None = None) -> str:
-    value = parent.get(key)
-    if not isinstance(value, str) or not value:
-        raise _Refused(f"{field or key} must be a non-empty string, got {_kind(value)}")
-    return _checked_text(value, field or key)
-
-
-def _opt_str(parent: Mapping[str, Any], key: str, field: str | None = None) -> str | None:
-    value = parent.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise _Refused(f"{field or key} must be a string or null, got {_kind(value)}")
-    return _checked_text(value, field or key)
-
-
-def _checked_text(value: str, field: str) -> str:
-    if not is_storable_text(value):
-        raise _Refused(f"{field} must be printable text of at most {MAX_TEXT} characters")
-    return value
-
-
-def is_storable_text(value: str, limit: int = MAX_TEXT) -> bool:
-    """True when `value` can go into any text column: bounded, no NUL, valid UTF-8."""
-    if len(value) > limit or "\x00" in value:
-        return False
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:  # an unpaired surrogate from a JSON "\\ud800" escape
-        return False
-    return True
-
-
-def _int(parent: Mapping[str, Any], key: str, field: str | None = None) -> int:
-    value = parent.get(key)
-    if not _is_int(value) or not 0 <= value <= MAX_INT:
-        raise _Refused(f"{field or key} must be a non-negative integer, got {_kind(value)}")
-    return value
-
-
-def _is_int(value: object) -> TypeGuard[int]:
-    # JSON true/false decode to bool, a subclass of int: never an id.
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _kind(value: object) -> str:
-    if value is None:
-        return "nothing"
-    if isinstance(value, bool | int | float):
-        return repr(value)
-    if isinstance(value, str):
-        return repr(value[:40])
-    return type(value).__name__
-
-
 _HANDLERS = {
     "ping": _ping,
     "workflow_run": _workflow_run,
     "workflow_job": _workflow_job,
     "pull_request": _pull_request,
-    "issue_comment": _issue_comment,
-    "installation": _installation,
-    "installation_repositories": _installation_repositories,
+    "issue_comment": on_issue_comment,
+    "installation": on_installation,
+    "installation_repositories": on_installation_repositories,
 }
 HANDLED_EVENTS = frozenset(_HANDLERS)

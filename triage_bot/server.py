@@ -38,7 +38,9 @@ from starlette.routing import Route
 
 from triage_bot import events, metrics
 from triage_bot.config import Settings, configure_logging
+from triage_bot.event_decision import Decision
 from triage_bot.ledger import NewJob
+from triage_bot.payload_fields import is_storable_text
 from triage_bot.queue import Handler, JobQueue, QueueOptions
 from triage_bot.store import Acceptance, Store
 from triage_bot.worker import EmbeddedWorker
@@ -175,7 +177,7 @@ class _Webhook:
         return _STATUS[decision.outcome], answer
 
     def _accept(
-        self, delivery: str, event: str, payload: dict[str, Any], decision: events.Decision
+        self, delivery: str, event: str, payload: dict[str, Any], decision: Decision
     ) -> Acceptance:
         job = None
         if decision.job is not None:
@@ -229,7 +231,7 @@ def _payload(body: bytes, content_type: str) -> dict[str, Any]:
 
 def _action(payload: dict[str, Any]) -> str | None:
     action = payload.get("action")
-    if isinstance(action, str) and events.is_storable_text(action, 100):
+    if isinstance(action, str) and is_storable_text(action, 100):
         return action
     return None
 

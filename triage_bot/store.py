@@ -31,7 +31,7 @@ from sqlalchemy.pool import ConnectionPoolEntry
 from triage_bot import schema
 from triage_bot.comment_sections import CommentSections
 from triage_bot.config import normalize_database_url
-from triage_bot.events import InstallationChange
+from triage_bot.event_decision import InstallationChange
 from triage_bot.failure_records import FailureRecords, JobFailure
 from triage_bot.ledger import JobLedger, NewJob
 from triage_bot.schema import (
