@@ -32,7 +32,8 @@ from triage_bot.queue import (
     huey_for_url,
     set_handler,
 )
-from triage_bot.store import LockTimeout, Store
+from triage_bot.store import Store
+from triage_bot.store_locks import LockTimeout
 from triage_bot.worker import EmbeddedWorker
 
 __all__ = ["db_url", "queue_url"]  # fixtures

@@ -83,7 +83,8 @@ def retriage(
 
     from triage_bot.github import GitHubError
     from triage_bot.pipeline import triage_job
-    from triage_bot.store import LockTimeout, Store
+    from triage_bot.store import Store
+    from triage_bot.store_locks import LockTimeout
 
     try:
         store = Store(settings.database_url)
