@@ -5,6 +5,8 @@
 - `AppAuth` / `TokenAuth` (github_auth.py): the App's JWT and cached installation tokens.
 - `GitHubClient.stream_job_log` (github_logs.py): a log streamed into a consumer.
 - `RetryPolicy`, `RateLimited`, ... (github_retry.py): one retry policy for every request.
+- `GitHubClient.upsert_comment`, `is_sticky` (github_pulls.py): our one comment on a pull
+  request.
 - The records returned (github_models.py).
 """
 
@@ -16,7 +18,7 @@ from typing import Any, Protocol
 
 from triage_bot.config import DEFAULT_MAX_LOG_BYTES
 from triage_bot.github_auth import AppAuth, InstallationToken, TokenAuth
-from triage_bot.github_client import GitHubClient, is_sticky
+from triage_bot.github_client import GitHubClient
 from triage_bot.github_http import ClientOptions
 from triage_bot.github_logs import Consumer, LogOutcome
 from triage_bot.github_models import (
@@ -31,6 +33,7 @@ from triage_bot.github_models import (
     Step,
     WorkflowRun,
 )
+from triage_bot.github_pulls import is_sticky
 from triage_bot.github_retry import (
     GitHubError,
     GitHubStatusError,
