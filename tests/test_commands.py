@@ -20,8 +20,8 @@ from test_pipeline import FAST, THREE, World, example_log, failed_run, triage, w
 
 from triage_bot.commands import Command, find_command, parse_line
 from triage_bot.events import decide
+from triage_bot.job_handler import JobContext
 from triage_bot.pipeline import handle_job, triage_job
-from triage_bot.queue import JobContext
 from triage_bot.render import COMMENT_MARKER
 from triage_bot.repo_config import RepoConfig
 

@@ -21,7 +21,8 @@ from prometheus_client import REGISTRY
 from triage_bot.config import Settings
 from triage_bot.github import ClientOptions, RetryPolicy
 from triage_bot.pipeline import base_job_name, handle_job, triage_job
-from triage_bot.queue import JobQueue, QueueOptions, sqlite_huey
+from triage_bot.queue import JobQueue, QueueOptions
+from triage_bot.queue_transport import sqlite_huey
 from triage_bot.render import COMMENT_MARKER
 from triage_bot.sticky_comment import OUTDATED_NOTE, outdated_job, with_outdated_note
 from triage_bot.store import Store

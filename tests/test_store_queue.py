@@ -22,16 +22,10 @@ from services import create_database, db_url, drop_database, queue_url, start_po
 
 from triage_bot.event_decision import InstallationChange
 from triage_bot.failure_records import JobFailure, TriagedRun
+from triage_bot.job_handler import JobContext, PermanentJobError, RetryLater, set_handler
 from triage_bot.ledger import NewJob
-from triage_bot.queue import (
-    JobContext,
-    JobQueue,
-    PermanentJobError,
-    QueueOptions,
-    RetryLater,
-    huey_for_url,
-    set_handler,
-)
+from triage_bot.queue import JobQueue, QueueOptions
+from triage_bot.queue_transport import huey_for_url
 from triage_bot.store import Store
 from triage_bot.store_locks import LockTimeout
 from triage_bot.worker import EmbeddedWorker

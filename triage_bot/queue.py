@@ -2,7 +2,8 @@
 
 Transport: huey's SQLite storage in the data directory by default (nothing to install), its
 Redis storage when REDIS_URL is set (any number of `triage-bot worker` processes on any number
-of machines). One huey task, `triage_task(payload)`, runs every job.
+of machines): queue_transport.py makes it. One huey task, `triage_task(payload)`, runs every
+job.
 
 Durability, and why not huey alone: huey pops a task before running it, so SIGKILL mid-job
 loses the task. Every job therefore has a row in the ledger (triage_bot.ledger) written before
@@ -28,93 +29,37 @@ starts, done with the handler's return value as the report, failed with the erro
 
 Running workers (threads in `serve`, or `triage-bot worker`) is triage_bot.worker's part.
 
-The handler is looked up when a job runs: `set_handler(callable_or_"module:name")`, default
-`triage_bot.pipeline:handle_job`. It is called as `handler(payload, context)`; see Handler.
+The handler, what it gets and what it may raise are job_handler.py's: the handler is looked
+up when a job runs, `triage_bot.pipeline:handle_job` unless set_handler named another.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import redis
-from huey import RedisHuey  # type: ignore[import-untyped]
 
 from triage_bot import metrics
 from triage_bot.config import Settings
+from triage_bot.job_handler import Handler, resolve_handler
+from triage_bot.job_handler import JobContext as JobContext  # pipeline.py imports these here
+from triage_bot.job_handler import PermanentJobError as PermanentJobError
+from triage_bot.job_handler import RetryLater as RetryLater
 from triage_bot.ledger import JobRecord, NewJob
-from triage_bot.sqlite_queue import waking_sqlite_huey
+from triage_bot.queue_transport import make_huey
 from triage_bot.store import Store
 
 log = logging.getLogger(__name__)
 
-DEFAULT_HANDLER = "triage_bot.pipeline:handle_job"
 TASK_NAME = "triage_task"
 MAX_ERROR_CHARS = 4000
-
-
-class PermanentJobError(Exception):
-    """Raised by a handler for a failure that retrying cannot cure (e.g. the repo is gone)."""
-
-
-class RetryLater(Exception):
-    """Raised by a handler to run the job again in `retry_in` seconds, not as a failure.
-
-    Any exception with a numeric `retry_in` attribute is treated the same way, which is how
-    the GitHub client's RateLimited reaches us without this module knowing about it: a long
-    rate-limit wait is spent in the queue's schedule, not holding a worker thread.
-    """
-
-    def __init__(self, retry_in: float, reason: str = "deferred") -> None:
-        super().__init__(f"{reason}: run again in {retry_in:.0f}s")
-        self.retry_in = retry_in
-
-
-@dataclass(frozen=True)
-class JobContext:
-    """What a handler gets beside the payload."""
-
-    job_id: str
-    attempt: int  # 1 for the first run
-    store: Store
-    settings: Settings | None
-    dry_run: bool  # render and log the comment, post nothing
-    lease_lost: threading.Event  # set when another worker took the job over (rare)
-
-
-# handler(payload, context) -> the report (a JSON-ready dict) for triage jobs, or None.
-Handler = Callable[[dict[str, Any], JobContext], "dict[str, Any] | None"]
-
-_handler: Handler | str = DEFAULT_HANDLER
-
-
-def set_handler(handler: Handler | str) -> None:
-    """Register the job handler: a callable, or "module:name" to import when a job runs."""
-    global _handler
-    _handler = handler
-
-
-def resolve_handler(handler: Handler | str | None = None) -> Handler:
-    """The callable for `handler` (default: the registered one); ImportError says which."""
-    chosen = _handler if handler is None else handler
-    if callable(chosen):
-        return chosen
-    module_name, _, name = chosen.partition(":")
-    try:
-        found = getattr(importlib.import_module(module_name), name)
-    except (ImportError, AttributeError) as error:
-        raise ImportError(f"job handler {chosen!r} cannot be loaded: {error}") from error
-    if not callable(found):
-        raise ImportError(f"job handler {chosen!r} is not callable")
-    return found  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)
@@ -126,35 +71,6 @@ class QueueOptions:
     stale_after: float = 300.0  # seconds a due job may sit queued before it is pushed again
     sweep_interval: float = 15.0
     poll_interval: float = 0.25  # longest wait of an idle SQLite consumer before it looks again
-
-
-def make_huey(settings: Settings, name: str = "triage-bot") -> Any:
-    """huey over Redis when REDIS_URL is set, else over SQLite in the data directory."""
-    if settings.redis_url:
-        return redis_huey(settings.redis_url, name)
-    return sqlite_huey(settings.queue_path, name)
-
-
-def huey_for_url(url: str, name: str = "triage-bot", read_timeout: float = 1.0) -> Any:
-    """huey for "redis://..." (also rediss://, unix://) or "sqlite:///PATH"."""
-    if url.startswith("sqlite:///"):
-        return sqlite_huey(Path(url.removeprefix("sqlite:///")), name)
-    return redis_huey(url, name, read_timeout)
-
-
-def redis_huey(url: str, name: str = "triage-bot", read_timeout: float = 1.0) -> Any:
-    # Short connect timeouts keep /healthz and the webhook from hanging on a dead Redis; the
-    # socket timeout must stay above the blocking pop's `read_timeout`, which is also how long
-    # an idle worker takes to notice it should stop.
-    pool = redis.ConnectionPool.from_url(
-        url, socket_connect_timeout=2, socket_timeout=read_timeout + 4, health_check_interval=30
-    )
-    return RedisHuey(name, results=False, connection_pool=pool, read_timeout=read_timeout)
-
-
-def sqlite_huey(path: Path, name: str = "triage-bot") -> Any:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return waking_sqlite_huey(str(path), name)
 
 
 class JobQueue:

@@ -39,9 +39,10 @@ from starlette.routing import Route
 from triage_bot import events, metrics
 from triage_bot.config import Settings, configure_logging
 from triage_bot.event_decision import Decision
+from triage_bot.job_handler import Handler
 from triage_bot.ledger import NewJob
 from triage_bot.payload_fields import is_storable_text
-from triage_bot.queue import Handler, JobQueue, QueueOptions
+from triage_bot.queue import JobQueue, QueueOptions
 from triage_bot.store import Acceptance, Store
 from triage_bot.worker import EmbeddedWorker
 

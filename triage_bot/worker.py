@@ -16,8 +16,9 @@ from typing import Any
 from huey.consumer import Consumer  # type: ignore[import-untyped]
 
 from triage_bot.config import Settings, configure_logging
+from triage_bot.job_handler import Handler
 from triage_bot.pipeline import warm_up
-from triage_bot.queue import Handler, JobQueue, QueueOptions
+from triage_bot.queue import JobQueue, QueueOptions
 from triage_bot.store import Store
 
 log = logging.getLogger(__name__)

@@ -1,0 +1,43 @@
+"""The queue's transport: huey over Redis when REDIS_URL is set, else over SQLite in the data
+directory (nothing to install). The durability is the job ledger's (queue.py), not huey's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import redis
+from huey import RedisHuey  # type: ignore[import-untyped]
+
+from triage_bot.config import Settings
+from triage_bot.sqlite_queue import waking_sqlite_huey
+
+
+def make_huey(settings: Settings, name: str = "triage-bot") -> Any:
+    """huey over Redis when REDIS_URL is set, else over SQLite in the data directory."""
+    if settings.redis_url:
+        return redis_huey(settings.redis_url, name)
+    return sqlite_huey(settings.queue_path, name)
+
+
+def huey_for_url(url: str, name: str = "triage-bot", read_timeout: float = 1.0) -> Any:
+    """huey for "redis://..." (also rediss://, unix://) or "sqlite:///PATH"."""
+    if url.startswith("sqlite:///"):
+        return sqlite_huey(Path(url.removeprefix("sqlite:///")), name)
+    return redis_huey(url, name, read_timeout)
+
+
+def redis_huey(url: str, name: str = "triage-bot", read_timeout: float = 1.0) -> Any:
+    # Short connect timeouts keep /healthz and the webhook from hanging on a dead Redis; the
+    # socket timeout must stay above the blocking pop's `read_timeout`, which is also how long
+    # an idle worker takes to notice it should stop.
+    pool = redis.ConnectionPool.from_url(
+        url, socket_connect_timeout=2, socket_timeout=read_timeout + 4, health_check_interval=30
+    )
+    return RedisHuey(name, results=False, connection_pool=pool, read_timeout=read_timeout)
+
+
+def sqlite_huey(path: Path, name: str = "triage-bot") -> Any:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return waking_sqlite_huey(str(path), name)
