@@ -81,6 +81,12 @@ class Signature:
         return self.priority < GENERIC_PRIORITY
 
     @property
+    def from_repository(self) -> bool:
+        """Fetched from a repository: untrusted, unlike the built-in signatures (linted in CI)
+        and the command line's own (`--patterns`, run by the one who wrote them)."""
+        return self.origin not in ("builtin", "local")
+
+    @property
     def triggers(self) -> tuple[str, ...]:
         """What the prefilter looks for: the longest keyword (the rarest guess), or else each
         of the any_keywords when they are longer."""

@@ -11,6 +11,9 @@ Who may do what; the permission is looked up through the API, never read from th
 webhook, and replies only when there is nothing to triage. Every other answer is a reply
 comment, posted at most once per command: the command is claimed in the store before its
 first write (a re-run or the reply), so a job run again after a crash never answers twice.
+
+`explain` and `retry` use the repository's catalog (repo_config.py): its own signatures too,
+less the ones its config disables, as its triage does.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 
 from triage_bot import command_replies as replies
 from triage_bot import pipeline
+from triage_bot.classify import CompiledCatalog
 from triage_bot.commands import Command, find_command
 from triage_bot.config import Settings
 from triage_bot.events import FAILING_RUN_CONCLUSIONS
@@ -32,6 +36,7 @@ from triage_bot.github import (
     WorkflowRun,
     client_for_job,
 )
+from triage_bot.repo_config import repo_setup
 from triage_bot.retry import Verdict, plan, rerun, still_running
 from triage_bot.store import Store
 
@@ -87,12 +92,18 @@ def _carry_out(call: _Call) -> dict[str, Any]:
     if command.name == "retry":
         return _retry(call)
     if command.name == "explain":
-        # The built-in catalog, until the repository's own (RepoSetup) is wired in.
-        catalog = pipeline.builtin_catalog().catalog
-        return _answer(call, replies.explain(catalog, command.argument))
+        return _answer(call, _explain(call))
     if command.name == "help":
         return _answer(call, replies.help_text())
     return _answer(call, replies.unknown(command))
+
+
+def _explain(call: _Call) -> str:
+    setup = repo_setup(call.client, call.repo)
+    wanted = call.command.argument
+    if wanted in setup.config.disabled_signatures:
+        return replies.disabled(wanted)
+    return replies.explain(setup.catalog.catalog, wanted)
 
 
 def _allowed(call: _Call, author: str) -> bool:
@@ -172,7 +183,8 @@ def _triage_payload(call: _Call, run: WorkflowRun) -> dict[str, Any]:
 def _retry(call: _Call) -> dict[str, Any]:
     if call.pull.state != "open":
         return _answer(call, replies.closed())
-    planned = [found for run in latest_runs(call) if (found := _plan_run(call, run))]
+    catalog = repo_setup(call.client, call.repo).catalog
+    planned = [found for run in latest_runs(call) if (found := _plan_run(call, run, catalog))]
     if not planned:
         return _answer(call, replies.no_failed_jobs(call.pull.head_sha))
     if call.dry_run:
@@ -189,7 +201,9 @@ def _retry(call: _Call) -> dict[str, Any]:
     return {**answer, "rerun": rerun_ids}
 
 
-def _plan_run(call: _Call, run: WorkflowRun) -> tuple[WorkflowRun, list[Verdict], RunJobs] | None:
+def _plan_run(
+    call: _Call, run: WorkflowRun, catalog: CompiledCatalog
+) -> tuple[WorkflowRun, list[Verdict], RunJobs] | None:
     """What to re-run of one run, or None when it has no failed job."""
     client, repo = call.client, call.repo
     if run.status != "completed":
@@ -203,7 +217,7 @@ def _plan_run(call: _Call, run: WorkflowRun) -> tuple[WorkflowRun, list[Verdict]
         repo,
         run.id,
         run.attempt,
-        pipeline.builtin_catalog(),
+        catalog,
         max_log_bytes=call.settings.max_log_bytes,
         run=run,
     )

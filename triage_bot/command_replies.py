@@ -16,6 +16,7 @@ from triage_bot.catalog import Catalog, Signature
 from triage_bot.commands import HELP, Command
 from triage_bot.github import WorkflowRun
 from triage_bot.render import render_signature_text
+from triage_bot.repo_config import CONFIG_PATH
 from triage_bot.retry import Verdict
 
 WRITE_ACCESS = "write access to this repository (write, maintain or admin)"
@@ -64,6 +65,13 @@ def no_failed_jobs(head_sha: str) -> str:
 # ---- /triage explain ------------------------------------------------------------------------
 
 
+def disabled(signature_id: str) -> str:
+    return (
+        f"The signature {code(signature_id)} is disabled in this repository "
+        f"(`disable:` in `{CONFIG_PATH}`): triage-bot does not use it here."
+    )
+
+
 def explain(catalog: Catalog, signature_id: str) -> str:
     signature = catalog.get(signature_id)
     if signature is None:
@@ -82,6 +90,8 @@ def explain(catalog: Catalog, signature_id: str) -> str:
         "",
         _render(signature, signature.fix, placeholders),
     ]
+    if signature.from_repository:  # not the built-in one, even if it has a built-in's id
+        lines += ["", f"_This signature is this repository's own: {code(str(signature.path))}._"]
     if signature.references:
         lines += ["", "**References**", ""]
         lines += [f"- {sanitize.neutralise_mentions(url)}" for url in signature.references]

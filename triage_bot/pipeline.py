@@ -38,7 +38,7 @@ from triage_bot.github import Job as GitHubJob
 from triage_bot.github_http import tls_context
 from triage_bot.queue import JobContext, PermanentJobError, RetryLater
 from triage_bot.render import compose_comment, render_comment
-from triage_bot.repo_catalog import builtin_catalog as builtin_catalog  # command_job's too
+from triage_bot.repo_catalog import builtin_catalog as builtin_catalog  # re-exported
 from triage_bot.repo_config import RepoConfig, repo_setup, skip_reason
 from triage_bot.report import Job, Report, build_report, report_json
 from triage_bot.retry import auto_retry
