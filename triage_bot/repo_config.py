@@ -4,8 +4,10 @@
 it with (the built-in signatures, plus the repository's own, less the disabled ones; see
 repo_catalog.py), and what was wrong on the way, one line each ("file:line: reason"), for the
 comment's footer. Bad repository content never raises: a key that is wrong falls back to its
-default, the valid ones still count, and a broken signature is left out. GitHub's errors
-propagate as they do everywhere else.
+default, the valid ones still count, and a broken signature is left out. When GitHub refuses
+to show the files (403: the installation lacks the Contents permission; 404), the repository
+gets the defaults and a footer line saying what could not be read and why; GitHub's other
+errors (5xx, timeouts, rate limits) propagate as they do everywhere else.
 
 The files are fetched only when their blob SHAs change (repo_files.py), and the setup built
 from them (its compiled catalog costs the most) is kept per repository and SHAs, bounded.
@@ -14,6 +16,7 @@ from them (its compiled catalog costs the most) is kept per repository and SHAs,
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
@@ -27,7 +30,15 @@ from triage_bot.classify import CompiledCatalog
 from triage_bot.github_client import GitHubClient
 from triage_bot.lru import Lru
 from triage_bot.repo_catalog import builtin_catalog, compile_catalog, load_repo_signatures
-from triage_bot.repo_files import RepoFile, github_folder, read_file, signature_files
+from triage_bot.repo_files import (
+    RepoFile,
+    Unreadable,
+    github_folder,
+    read_file,
+    signature_files,
+)
+
+log = logging.getLogger(__name__)
 
 CONFIG_PATH = ".github/triage-bot.yml"
 DEFAULT_PATTERNS_DIR = ".github/triage-bot/patterns"
@@ -148,7 +159,17 @@ _setups: Lru[tuple[Any, ...], RepoSetup] = Lru(32)
 
 def repo_setup(client: GitHubClient, repo: str) -> RepoSetup:
     """The repository's config, catalog and problems (see the module's docstring)."""
-    github = github_folder(client, repo)
+    try:
+        return _setup(client, repo)
+    except Unreadable as refused:
+        # Not cached: the next triage asks again, so granting the permission takes effect.
+        log.warning("%s: %s; the defaults are used", repo, refused)
+        problem = f"{refused.problem}; the defaults are used"
+        return RepoSetup(RepoConfig(), builtin_catalog(), (problem,))
+
+
+def _setup(client: GitHubClient, repo: str) -> RepoSetup:
+    github = github_folder(client, repo, label=CONFIG_PATH)
     entry = next((e for e in github if e.path == CONFIG_PATH and e.type == "file"), None)
     config_file = read_file(client, repo, entry) if entry is not None else None
     config, problems = _config_of(config_file)

@@ -3,15 +3,22 @@
 Listed through the contents API, whose listing gives each file's blob SHA without its
 content, and fetched only when that SHA is not in the process's cache: a file is downloaded
 once per change, however many triages read it. Everything is bounded: files, folders, bytes.
+
+GitHub refusing to show a file or folder (403: the installation has not accepted the Contents
+permission; 404) raises `Unreadable`, which names the path and why, so the caller can go on
+with the defaults; 5xx, timeouts and rate limits propagate (the queue tries again later).
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from triage_bot.github_client import GitHubClient
 from triage_bot.github_contents import ContentEntry
+from triage_bot.github_retry import GitHubStatusError
 from triage_bot.lru import Lru
 
 MAX_FILE_BYTES = 64 * 1024
@@ -31,13 +38,43 @@ class RepoFile:
     problem: str | None = None
 
 
+class Unreadable(Exception):
+    """GitHub refused to show `path` (403 or 404)."""
+
+    def __init__(self, path: str, error: GitHubStatusError) -> None:
+        super().__init__(f"{path}: {error}")
+        self.path, self.status, self.message = path, error.status, error.message
+
+    @property
+    def problem(self) -> str:
+        """One line for the comment's footer: what could not be read, and why."""
+        if self.status == 403 and "not accessible by integration" in self.message.lower():
+            why = "grant the Contents: read permission"  # GitHub's words for a missing one
+        else:
+            why = self.message.strip()[:200] or "refused"
+        return f"the App cannot read {self.path} ({self.status}: {why})"
+
+
+@contextmanager
+def reading(path: str) -> Iterator[None]:
+    """Turn GitHub's refusal to show `path` into `Unreadable`."""
+    try:
+        yield
+    except GitHubStatusError as error:
+        if error.status not in (403, 404):
+            raise
+        raise Unreadable(path, error) from error
+
+
 def clear_cache() -> None:
     _texts.clear()
 
 
-def github_folder(client: GitHubClient, repo: str) -> list[ContentEntry]:
-    """The entries of `.github/` on the default branch ([] when there is none)."""
-    return client.list_entries(repo, ".github") or []
+def github_folder(client: GitHubClient, repo: str, label: str = ".github/") -> list[ContentEntry]:
+    """The entries of `.github/` on the default branch ([] when there is none); `label`:
+    what a refusal says could not be read (the listing is how the config is found)."""
+    with reading(label):
+        return client.list_entries(repo, ".github") or []
 
 
 def read_file(client: GitHubClient, repo: str, entry: ContentEntry) -> RepoFile:
@@ -47,7 +84,8 @@ def read_file(client: GitHubClient, repo: str, entry: ContentEntry) -> RepoFile:
     cached = _texts.get(entry.sha) if entry.sha else None
     if cached is not None:
         return RepoFile(entry.path, entry.sha, cached)
-    blob = client.get_file_blob(repo, entry.path)
+    with reading(entry.path):
+        blob = client.get_file_blob(repo, entry.path)
     if blob is None:  # deleted between the listing and now
         return RepoFile(entry.path, entry.sha, None, "vanished while being read")
     try:
@@ -95,7 +133,9 @@ def _walk(client: GitHubClient, repo: str, folder: str) -> tuple[list[ContentEnt
     while waiting:
         if listed >= MAX_FOLDERS:
             return found, [f"{folder}: more than {MAX_FOLDERS} folders; the rest are not read"]
-        entries = client.list_entries(repo, waiting.popleft()) or []
+        path = waiting.popleft()
+        with reading(f"{path}/"):
+            entries = client.list_entries(repo, path) or []
         listed += 1
         found.extend(entries)
         waiting.extend(sorted(e.path for e in entries if e.type == "dir"))
