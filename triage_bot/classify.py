@@ -33,6 +33,12 @@ MAX_LINE_BYTES = 64 * 1024
 MIN_BLOCK_BYTES = 512 * 1024
 MAX_EVIDENCE_CHARS = 400
 FALLBACK_LINES = 6
+# A repository's signature is an untrusted regex run on a shared worker: each search may take
+# this long (a timeout is no match on that line), and after this many timeouts in one job the
+# signature is skipped for the rest of it. Built-in ones run unbounded: they are linted in CI,
+# and the argument costs time in the hot loop.
+REPO_PATTERN_TIMEOUT_S = 0.1
+MAX_PATTERN_TIMEOUTS = 3
 
 _ERROR_MARKER = b"##[error]"
 # Where a step's log starts in the job log: its `##[group]Run ...` line. Kept (a bounded
@@ -70,6 +76,15 @@ class Match:
         return group_key(self.signature, self.captures)
 
 
+@dataclass
+class PatternTimeout:
+    """A repository signature's pattern that ran out of time in a job."""
+
+    signature: Signature
+    line: int  # the first line it timed out on
+    count: int = 1  # lines it timed out on
+
+
 @dataclass(frozen=True)
 class FallbackLine:
     line: int
@@ -89,6 +104,7 @@ class JobResult:
     winners: list[tuple[int, str, dict[str, str]]] = field(default_factory=list)
     # The `##[group]` lines, for mapping a line to its step in GitHub's log viewer.
     groups: list[logs.GroupMark] = field(default_factory=list)
+    timeouts: list[PatternTimeout] = field(default_factory=list)
 
     @property
     def root_cause(self) -> Match | None:
@@ -120,6 +136,8 @@ class CompiledCatalog:
 
         ranked = sorted(catalog.signatures, key=lambda s: -s.priority)
         self.rank = {s.id: position for position, s in enumerate(ranked)}
+        # The signatures whose searches are bounded in time (REPO_PATTERN_TIMEOUT_S).
+        self.untrusted = frozenset(s.id for s in catalog.signatures if s.from_repository)
         self.by_literal: dict[int, list[Signature]] = {}
         for signature in ranked:
             for trigger in _triggers(signature):
@@ -192,6 +210,7 @@ class JobClassifier:
         self._before_exit: list[FallbackLine] | None = None
         self._winners: list[tuple[int, str, dict[str, str]]] = []
         self._in_long_line = False
+        self._timeouts: dict[str, PatternTimeout] = {}
 
     def feed(self, chunk: bytes) -> bool:
         """Take the next chunk; False once the byte cap is reached and the rest is unwanted."""
@@ -245,6 +264,7 @@ class JobClassifier:
             engine=self._catalog.prefilter.name,
             winners=self._winners,
             groups=self._groups,
+            timeouts=list(self._timeouts.values()),
         )
 
     def _flush_long_line(self) -> None:
@@ -353,7 +373,10 @@ class JobClassifier:
             return False
         if signature.any_keywords and not any(k in text for k in signature.any_keywords):
             return False
-        found = signature.pattern.search(text)
+        if signature.id in self._catalog.untrusted:
+            found = self._bounded_search(signature, text, number)
+        else:
+            found = signature.pattern.search(text)
         if found is None:
             return False
         captures = {k: v for k, v in found.groupdict().items() if v is not None}
@@ -381,6 +404,21 @@ class JobClassifier:
         if len(match.after) < signature.after:
             self._pending_after.append(match)
         return True
+
+    def _bounded_search(
+        self, signature: Signature, text: str, number: int
+    ) -> regex.Match[str] | None:
+        known = self._timeouts.get(signature.id)
+        if known is not None and known.count >= MAX_PATTERN_TIMEOUTS:
+            return None  # given up on for the rest of this job
+        try:
+            return signature.pattern.search(text, timeout=REPO_PATTERN_TIMEOUT_S)
+        except TimeoutError:
+            if known is None:
+                self._timeouts[signature.id] = PatternTimeout(signature, number)
+            else:
+                known.count += 1
+            return None
 
     def _lines_before(self, block: bytes, start: int, wanted: int) -> list[str]:
         found = _lines_ending_at(block, start, wanted)

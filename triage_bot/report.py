@@ -12,8 +12,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from triage_bot.catalog import Signature
-from triage_bot.classify import FallbackLine, JobResult, Match
+from triage_bot.catalog import Signature, signature_line
+from triage_bot.classify import (
+    MAX_PATTERN_TIMEOUTS,
+    REPO_PATTERN_TIMEOUT_S,
+    FallbackLine,
+    JobResult,
+    Match,
+    PatternTimeout,
+)
 from triage_bot.sanitize import redact
 
 JSON_VERSION = 1
@@ -98,7 +105,33 @@ def build_report(jobs: Sequence[Job | JobResult], **details: Any) -> Report:
         else:
             group.jobs.append(job)
     ordered = sorted(groups.values(), key=lambda g: (-len(g.jobs), -g.signature.priority))
-    return Report(jobs=wrapped, groups=ordered, **details)
+    report = Report(jobs=wrapped, groups=ordered, **details)
+    report.setup_problems = [*report.setup_problems, *timeout_problems(wrapped)]
+    return report
+
+
+def timeout_problems(jobs: Sequence[Job]) -> list[str]:
+    """One footer line per repository signature whose pattern ran out of time, in any job."""
+    found: dict[str, list[tuple[Job, PatternTimeout]]] = {}
+    for job in jobs:
+        for timeout in job.result.timeouts:
+            found.setdefault(timeout.signature.id, []).append((job, timeout))
+    problems = []
+    for sid, seen in found.items():
+        job, first = seen[0]
+        signature = first.signature
+        where = f"{signature.path}:{signature_line(signature, ['pattern']) or 1}"
+        more = sum(t.count for _, t in seen) - 1
+        skipped = any(t.count >= MAX_PATTERN_TIMEOUTS for _, t in seen)
+        problems.append(
+            f"{where}: the pattern of {sid!r} took over {REPO_PATTERN_TIMEOUT_S} s on line "
+            f"{first.line} of job {job.name!r}"
+            + (f" and {more} more line(s)" if more else "")
+            + ", taken as no match there"
+            + (" (then skipped for the rest of the job)" if skipped else "")
+            + "; avoid nested quantifiers and overlapping alternatives"
+        )
+    return problems
 
 
 def _redact_result(result: JobResult) -> None:
