@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 from helpers import ROOT, write_signature
 
-from triage_bot import catalog_check
+from triage_bot import catalog as catalog_module
+from triage_bot import catalog_check, resources
 from triage_bot.cli import main
 
 GOOD = """
@@ -166,3 +168,18 @@ def test_a_broken_builtin_signature_is_skipped_not_fatal(tmp_path: Path) -> None
     assert catalog.get("python-module-not-found") is None
     assert catalog.get("rust-too-many-open-files") is not None
     assert len(catalog.problems) == 1
+
+
+def test_the_catalog_cache_is_keyed_by_the_code_that_pickles_it() -> None:
+    # A cached catalog holds this code's classes: another build of the code (same version
+    # number, other fields) must not load it.
+    files = catalog_module.signature_files([resources.patterns_dir()])
+    code = Path(catalog_module.__file__)
+    before = catalog_module._cache_key(files, "builtin", None)
+    stat = code.stat()
+    try:
+        os.utime(code, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+        assert catalog_module._cache_key(files, "builtin", None) != before
+    finally:
+        os.utime(code, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert catalog_module._cache_key(files, "builtin", None) == before

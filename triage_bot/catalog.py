@@ -154,7 +154,11 @@ def _cache_key(files: list[Path], origin: str, base: Catalog | None) -> str:
     """ "" (no caching) when added to a base catalog, which lives in this process only."""
     if base is not None:
         return ""
+    # This module's own stamp too: the pickle holds its classes, which change between builds
+    # of one version (an older pickle would load with fields missing).
+    code = Path(__file__).stat()
     stamp = [__version__, origin, str(resources.schema_path().stat().st_mtime_ns)]
+    stamp.append(f"{code.st_size}:{code.st_mtime_ns}")
     for path in files:
         try:
             info = path.stat()
