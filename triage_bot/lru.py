@@ -1,11 +1,14 @@
-"""A small thread-safe LRU map: what a worker keeps per repository stays bounded."""
+"""A bounded map that a worker's threads share: what a worker keeps per repository (setups,
+file texts, which files exist) stays bounded. cachetools' LRUCache does the evicting; it is
+not thread-safe, so every use holds the lock."""
 
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Generic, TypeVar
+
+from cachetools import LRUCache
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -13,23 +16,16 @@ V = TypeVar("V")
 
 class Lru(Generic[K, V]):
     def __init__(self, size: int) -> None:
-        self.size = size
-        self._items: OrderedDict[K, V] = OrderedDict()
+        self._items: LRUCache[K, V] = LRUCache(maxsize=size)
         self._lock = threading.Lock()
 
     def get(self, key: K) -> V | None:
         with self._lock:
-            value = self._items.get(key)
-            if value is not None:
-                self._items.move_to_end(key)
-            return value
+            return self._items.get(key)
 
     def put(self, key: K, value: V) -> None:
         with self._lock:
             self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
 
     def clear(self) -> None:
         with self._lock:
