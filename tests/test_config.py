@@ -105,8 +105,10 @@ def test_required_settings_depend_on_the_role() -> None:
     bare = load_settings({})
     with pytest.raises(SettingsError, match=r"^WEBHOOK_SECRET: required"):
         bare.require("server")
-    with pytest.raises(SettingsError, match=r"^APP_ID: required by the worker"):
+    with pytest.raises(SettingsError, match=r"^APP_ID: the worker needs GitHub credentials"):
         bare.require("worker")
+    with pytest.raises(SettingsError, match=r"^APP_ID: this command needs GitHub credentials"):
+        bare.require("cli")
     with pytest.raises(SettingsError, match=r"^PRIVATE_KEY: required with APP_ID"):
         load_settings({"APP_ID": "1"}).require("worker")
     with pytest.raises(SettingsError, match=r"^APP_ID: required with PRIVATE_KEY"):

@@ -91,9 +91,11 @@ class Settings:
             raise SettingsError("PRIVATE_KEY", "required with APP_ID (or set PRIVATE_KEY_PATH)")
         if self.private_key is not None:
             raise SettingsError("APP_ID", "required with PRIVATE_KEY")
+        who = "the worker" if role == "worker" else "this command"
         raise SettingsError(
             "APP_ID",
-            f"required by the {role} (with PRIVATE_KEY or PRIVATE_KEY_PATH), or set GITHUB_TOKEN",
+            f"{who} needs GitHub credentials: APP_ID with PRIVATE_KEY (or PRIVATE_KEY_PATH), "
+            "or GITHUB_TOKEN",
         )
 
 
