@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -366,3 +367,16 @@ def test_cli_triages_a_run_url_and_posts_only_when_asked(
     monkeypatch.delenv("APP_ID")
     assert main(["triage", url]) == 2
     assert "triage-bot: APP_ID: required with PRIVATE_KEY\n" in capsys.readouterr().err
+
+
+def test_a_worker_whose_job_was_taken_over_posts_nothing(world: World) -> None:
+    run = failed_run(world, names=(THREE[0],))
+    taken_over = threading.Event()
+    taken_over.set()
+    result = triage_job(
+        payload(world, run), world.settings, world.store, options=FAST, lease_lost=taken_over
+    )
+    assert result["skipped"] == "taken over by another worker"
+    assert world.comments() == []
+    triage(world, run)  # the worker that took it over
+    assert len(world.comments()) == 1

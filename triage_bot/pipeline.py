@@ -173,7 +173,14 @@ def handle_job(
     store, dry_run = context.store, context.dry_run
     try:
         if payload.get("kind") == "triage":
-            return triage_job(payload, settings, store, dry_run=dry_run, options=options)
+            return triage_job(
+                payload,
+                settings,
+                store,
+                dry_run=dry_run,
+                options=options,
+                lease_lost=context.lease_lost,
+            )
         if payload.get("kind") == "outdated":
             return outdated_job(payload, settings, store, dry_run=dry_run, options=options)
         if payload.get("kind") == "passed":
@@ -202,12 +209,15 @@ def triage_job(
     options: ClientOptions | None = None,
     on_report: Callable[[Report], None] | None = None,
     config: RepoConfig | None = None,
+    lease_lost: threading.Event | None = None,
 ) -> dict[str, Any]:
     """A "triage" job: triage the run, post or edit the comment, record the failures, and
     re-run the jobs a re-run cures when the repository's config asks for it.
 
     `on_report` sees the report before anything is posted (the command line prints it);
-    `config`, when given, stands for the repository's `.github/triage-bot.yml`."""
+    `config`, when given, stands for the repository's `.github/triage-bot.yml`; `lease_lost`
+    set means another worker took the job over (this one stalled past its lease): it posts,
+    this one does not."""
     repo, run_id, attempt = str(payload["repo"]), int(payload["run_id"]), payload["run_attempt"]
     with client_for_job(settings, payload, options) as client:
         run = client.get_run(repo, run_id)
@@ -238,6 +248,11 @@ def triage_job(
         compared = baseline.compare(client, store, run, report, bases, setup.catalog, settings)
         if on_report is not None:
             on_report(compared.report)
+        if lease_lost is not None and lease_lost.is_set():
+            log.warning(
+                "run %s of %s: the job was taken over; this worker posts nothing", run_id, repo
+            )
+            return {**summary, "skipped": "taken over by another worker", "comments": []}
         posts = targets if config.wants_comment else []
         problems = compared.report.setup_problems
         comments = [
