@@ -10,7 +10,8 @@ from typing import Any
 from fakegithub.models import WorkflowRun
 
 from triage_bot.catalog import Catalog, load_catalog
-from triage_bot.classify import CompiledCatalog, JobResult, classify
+from triage_bot.classify import CompiledCatalog, classify
+from triage_bot.classify_results import JobResult
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "pr-2664"

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from triage_bot.classify import Match
+from triage_bot.classify_results import Match
 from triage_bot.github_checks import CheckRun
 from triage_bot.github_client import GitHubClient
 from triage_bot.github_models import WorkflowRun

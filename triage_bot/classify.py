@@ -10,28 +10,32 @@ here knows about GitHub: this is a pure function of the bytes and the catalog.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
-import numpy
 import regex
 
 from triage_bot import logs
 from triage_bot.catalog import Catalog, Signature
+from triage_bot.classify_results import (
+    FallbackLine,
+    JobResult,
+    Match,
+    PatternTimeout,
+    group_key,
+)
 from triage_bot.engine import (
     Prefilter,
     Trigger,
     build_prefilter,
     choose_engine,
 )
+from triage_bot.log_windows import LineCounter, clip, lines_after, lines_ending_at
 
 MAX_DISTINCT_MATCHES = 100
 MAX_VARIANTS = 50
 MAX_LINE_BYTES = 64 * 1024
 # Pieces smaller than this are gathered before they are classified.
 MIN_BLOCK_BYTES = 512 * 1024
-MAX_EVIDENCE_CHARS = 400
 FALLBACK_LINES = 6
 # A repository's signature is an untrusted regex run on a shared worker: each search may take
 # this long (a timeout is no match on that line), and after this many timeouts in one job the
@@ -40,6 +44,8 @@ FALLBACK_LINES = 6
 REPO_PATTERN_TIMEOUT_S = 0.1
 MAX_PATTERN_TIMEOUTS = 3
 
+# Enough for 40 lines of context or 200 fallback lines of ordinary length.
+_RECENT_BYTES = 64 * 1024
 _ERROR_MARKER = b"##[error]"
 # Where a step's log starts in the job log: its `##[group]Run ...` line. Kept (a bounded
 # number of them) so that a line can be linked to GitHub's log viewer (#step:S:L).
@@ -54,69 +60,6 @@ _HEURISTIC_SCORE = regex.compile(
     r"|Killed|Aborted)\b)|(?P<weak>fail|denied|timed out|Timeout|not found|No such file|exit code)"
 )
 _PROCESS_EXIT = "##[error]Process completed with exit code"
-
-
-@dataclass
-class Match:
-    signature: Signature
-    captures: dict[str, str]
-    line: int
-    text: str
-    timestamp: str | None
-    before: list[str]
-    after: list[str]
-    # How often the same failure (signature and group_by captures) occurs in this job.
-    count: int = 1
-    # The distinct values of the other captures across those occurrences (e.g. the tests
-    # that failed with one error), a few of each.
-    variants: dict[str, list[str]] = field(default_factory=dict)
-
-    @property
-    def key(self) -> tuple[str, tuple[str, ...]]:
-        return group_key(self.signature, self.captures)
-
-
-@dataclass
-class PatternTimeout:
-    """A repository signature's pattern that ran out of time in a job."""
-
-    signature: Signature
-    line: int  # the first line it timed out on
-    count: int = 1  # lines it timed out on
-
-
-@dataclass(frozen=True)
-class FallbackLine:
-    line: int
-    text: str
-
-
-@dataclass
-class JobResult:
-    name: str
-    matches: list[Match]
-    fallback_lines: list[FallbackLine]
-    lines: int
-    bytes_read: int
-    truncated: bool = False
-    engine: str = ""
-    # Per line winners, kept only when asked for (catalog tests): (line, signature id, captures).
-    winners: list[tuple[int, str, dict[str, str]]] = field(default_factory=list)
-    # The `##[group]` lines, for mapping a line to its step in GitHub's log viewer.
-    groups: list[logs.GroupMark] = field(default_factory=list)
-    timeouts: list[PatternTimeout] = field(default_factory=list)
-
-    @property
-    def root_cause(self) -> Match | None:
-        return self.matches[0] if self.matches else None
-
-    @property
-    def also(self) -> list[Match]:
-        return self.matches[1:]
-
-
-def group_key(signature: Signature, captures: dict[str, str]) -> tuple[str, tuple[str, ...]]:
-    return signature.id, tuple(captures.get(name, "") for name in signature.group_by)
 
 
 class CompiledCatalog:
@@ -298,7 +241,7 @@ class JobClassifier:
                     seen[start] = None
                 else:
                     known.add(index)
-        counter = _LineCounter(block)
+        counter = LineCounter(block)
         for start in sorted(seen):
             end = block.find(b"\n", start)
             self._examine_line(block, start, len(block) if end < 0 else end, counter, seen[start])
@@ -312,7 +255,7 @@ class JobClassifier:
             self._recent = (self._recent + block)[-_RECENT_BYTES:]
 
     def _examine_line(
-        self, block: bytes, start: int, end: int, counter: _LineCounter, known: set[int] | None
+        self, block: bytes, start: int, end: int, counter: LineCounter, known: set[int] | None
     ) -> None:
         catalog = self._catalog
         raw = block[start:end]
@@ -352,7 +295,7 @@ class JobClassifier:
     def _track_error(self, block: bytes, start: int, number: int, text: str) -> None:
         if not text.startswith(_PROCESS_EXIT):
             if len(self._annotations) < FALLBACK_LINES:
-                self._annotations.append(FallbackLine(number, _clip(text)))
+                self._annotations.append(FallbackLine(number, clip(text)))
         elif self._before_exit is None:
             # The lines of the first failing step are the best guess; keep them now.
             lines = self._lines_before(block, start, _FALLBACK_WINDOW)
@@ -394,10 +337,10 @@ class JobClassifier:
             signature=signature,
             captures=captures,
             line=number,
-            text=_clip(text),
+            text=clip(text),
             timestamp=timestamp,
             before=self._lines_before(block, start, signature.before),
-            after=_lines_after(block, end, signature.after),
+            after=lines_after(block, end, signature.after),
         )
         _add_variants(match, captures)
         self._matches[key] = match
@@ -421,9 +364,9 @@ class JobClassifier:
             return None
 
     def _lines_before(self, block: bytes, start: int, wanted: int) -> list[str]:
-        found = _lines_ending_at(block, start, wanted)
+        found = lines_ending_at(block, start, wanted)
         if len(found) < wanted:  # the block's start was reached: go on in what came before
-            earlier = _lines_ending_at(self._recent, len(self._recent), wanted - len(found))
+            earlier = lines_ending_at(self._recent, len(self._recent), wanted - len(found))
             found = earlier + found
         return found
 
@@ -431,7 +374,7 @@ class JobClassifier:
         still_pending: list[Match] = []
         for match in self._pending_after:
             wanted = match.signature.after - len(match.after)
-            match.after.extend(_lines_after(block, -1, wanted))
+            match.after.extend(lines_after(block, -1, wanted))
             if len(match.after) < match.signature.after:
                 still_pending.append(match)
         self._pending_after = still_pending
@@ -439,7 +382,7 @@ class JobClassifier:
     def _fallback(self) -> list[FallbackLine]:
         pool = self._before_exit
         if pool is None:
-            tail = _lines_ending_at(self._recent, len(self._recent), _FALLBACK_WINDOW)
+            tail = lines_ending_at(self._recent, len(self._recent), _FALLBACK_WINDOW)
             first = self._lines_done - len(tail) + 1
             pool = [FallbackLine(first + i, text) for i, text in enumerate(tail)]
         scored: list[tuple[int, int, str]] = []
@@ -468,65 +411,3 @@ def _add_variants(match: Match, captures: dict[str, str]) -> None:
 
 def _by_line(item: tuple[int, int, str]) -> int:
     return item[1]
-
-
-def _lines_ending_at(block: bytes, start: int, wanted: int) -> list[str]:
-    """Up to `wanted` lines that end right before offset `start` (a line start)."""
-    lines: list[str] = []
-    end = start - 1  # the newline ending the previous line
-    while len(lines) < wanted and end >= 0:
-        begin = block.rfind(b"\n", 0, end) + 1
-        lines.append(_clip(logs.normalise(block[begin:end])[1]))
-        end = begin - 1
-    lines.reverse()
-    return lines
-
-
-def _lines_after(block: bytes, end: int, wanted: int) -> list[str]:
-    """Up to `wanted` lines after the line that ends at offset `end` (-1: from the start)."""
-    lines: list[str] = []
-    begin = end + 1
-    while len(lines) < wanted and begin < len(block):
-        stop = block.find(b"\n", begin)
-        stop = len(block) if stop < 0 else stop
-        lines.append(_clip(logs.normalise(block[begin:stop])[1]))
-        begin = stop + 1
-    return lines
-
-
-def _clip(text: str) -> str:
-    if len(text) <= MAX_EVIDENCE_CHARS:
-        return text
-    return text[:MAX_EVIDENCE_CHARS] + " …"
-
-
-# Enough for 40 lines of context or 200 fallback lines of ordinary length.
-_RECENT_BYTES = 64 * 1024
-_NEWLINE = 10
-
-
-_per_thread = threading.local()
-
-
-class _LineCounter:
-    """Newlines before increasing offsets of one block, counted by numpy in one pass over
-    the block all told (bytes.count does a quarter of numpy's speed on one byte)."""
-
-    def __init__(self, block: bytes) -> None:
-        self._bytes = numpy.frombuffer(block, dtype=numpy.uint8)
-        self._counted_to = 0
-        self._count = 0
-        # One output buffer per thread, reused: allocating one per block costs more than
-        # the compare.
-        out = getattr(_per_thread, "out", None)
-        if out is None or len(out) < len(block):
-            out = _per_thread.out = numpy.empty(max(len(block), 1 << 21), dtype=numpy.bool_)
-        self._out = out
-
-    def newlines_before(self, offset: int) -> int:
-        if offset > self._counted_to:
-            out = self._out[: offset - self._counted_to]
-            numpy.equal(self._bytes[self._counted_to : offset], _NEWLINE, out=out)
-            self._count += int(numpy.count_nonzero(out))
-            self._counted_to = offset
-        return self._count

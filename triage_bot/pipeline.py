@@ -22,7 +22,8 @@ from typing import Any
 
 from triage_bot import baseline, check_run, logs
 from triage_bot.baseline import base_job_name as base_job_name  # where it used to live
-from triage_bot.classify import CompiledCatalog, JobClassifier, JobResult
+from triage_bot.classify import CompiledCatalog, JobClassifier
+from triage_bot.classify_results import JobResult
 from triage_bot.comment_sections import Section
 from triage_bot.config import DEFAULT_MAX_LOG_BYTES, Settings, load_settings
 from triage_bot.github import (

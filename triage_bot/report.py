@@ -13,14 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from triage_bot.catalog import Signature, signature_line
-from triage_bot.classify import (
-    MAX_PATTERN_TIMEOUTS,
-    REPO_PATTERN_TIMEOUT_S,
-    FallbackLine,
-    JobResult,
-    Match,
-    PatternTimeout,
-)
+from triage_bot.classify import MAX_PATTERN_TIMEOUTS, REPO_PATTERN_TIMEOUT_S
+from triage_bot.classify_results import FallbackLine, JobResult, Match, PatternTimeout
 from triage_bot.sanitize import redact
 
 JSON_VERSION = 1
