@@ -16,21 +16,19 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from triage_bot import baseline, check_run, logs
+from triage_bot import baseline, check_run
 from triage_bot.baseline import base_job_name as base_job_name  # where it used to live
 from triage_bot.classify import CompiledCatalog, JobClassifier
-from triage_bot.classify_results import JobResult
 from triage_bot.comment_sections import Section
 from triage_bot.config import DEFAULT_MAX_LOG_BYTES, Settings, load_settings
 from triage_bot.github import (
     ClientOptions,
     GitHubClient,
     GitHubStatusError,
-    LogOutcome,
     RateLimited,
     WorkflowRun,
     client_for_job,
@@ -43,6 +41,7 @@ from triage_bot.repo_catalog import builtin_catalog as builtin_catalog  # re-exp
 from triage_bot.repo_config import RepoConfig, repo_setup, skip_reason
 from triage_bot.report import Job, Report, build_report, report_json
 from triage_bot.retry import auto_retry
+from triage_bot.run_notes import line_urls, log_note, run_notes
 from triage_bot.sticky_comment import Target, outdated_job, passed_job, put_section, target_for
 from triage_bot.store import Store
 
@@ -101,7 +100,7 @@ def triage_run(
         title=run.name,
         url=run.html_url,
         head_sha=run.head_sha,
-        footer_notes=_run_notes(run, listed.cancelled),
+        footer_notes=run_notes(run, listed.cancelled),
         setup_problems=list(setup_problems),
     )
     return report, render_comment(report)
@@ -118,48 +117,9 @@ def _triage_job(
     return Job(
         result,
         url=job.html_url or None,
-        line_urls=_line_urls(job.html_url, result, steps),
-        note=_log_note(outcome),
+        line_urls=line_urls(job.html_url, result, steps),
+        note=log_note(outcome),
     )
-
-
-def _line_urls(job_url: str, result: JobResult, steps: Iterable[Any]) -> dict[int, str]:
-    """GitHub's `#step:S:L` link for every line the comment shows."""
-    if not job_url:
-        return {}
-    timed = [logs.Step(s.number, s.started_at, s.completed_at) for s in steps]
-    wanted = {m.line for m in result.matches} | {f.line for f in result.fallback_lines}
-    urls = {}
-    for line in sorted(wanted):
-        place = logs.locate_step(line, result.groups, timed)
-        if place is not None:
-            urls[line] = f"{job_url}#step:{place[0]}:{place[1]}"
-    return urls
-
-
-def _log_note(outcome: LogOutcome) -> str | None:
-    if outcome.status == "ok":
-        if outcome.capped:
-            return f"only the first {outcome.bytes_read:,} bytes of the log were read"
-        return None
-    if outcome.status == "expired":
-        return f"the log has expired, nothing could be read ({outcome.reason})"
-    if outcome.status == "missing":
-        return "GitHub has no log for this job"
-    if outcome.partial:
-        return f"the log download broke off after {outcome.bytes_read:,} bytes ({outcome.reason})"
-    return f"the log could not be downloaded ({outcome.reason})"
-
-
-def _run_notes(run: WorkflowRun, cancelled: Sequence[GitHubJob]) -> list[str]:
-    notes = []
-    if run.status != "completed":
-        notes.append("the run is still going: this comment is updated as more jobs fail")
-    if cancelled:
-        names = ", ".join(job.name for job in cancelled[:5])
-        more = f" and {len(cancelled) - 5} more" if len(cancelled) > 5 else ""
-        notes.append(f"{len(cancelled)} cancelled job(s) not triaged: {names}{more}")
-    return notes
 
 
 # ---- the queue's handler --------------------------------------------------------------------
