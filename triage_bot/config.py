@@ -31,6 +31,14 @@ Role = Literal["server", "worker", "cli"]
 DEFAULT_GITHUB_API_URL = "https://api.github.com"
 DEFAULT_PORT = 8000
 DEFAULT_MAX_LOG_BYTES = 256 * 1024 * 1024
+# Outages (GitHub's 5xx, timeouts, a failing log host): the queue tries a job again, waiting
+# longer each time, for this long after the job was queued; then it records it failed.
+DEFAULT_OUTAGE_RETRY_HOURS = 6.0
+DEFAULT_OUTAGE_BACKOFF = 30.0  # seconds: the first wait; then about as long as waited so far
+DEFAULT_OUTAGE_BACKOFF_MAX = 1800.0  # seconds: the longest single wait
+# Inside one attempt, each request to GitHub is retried with these pauses (doubling).
+DEFAULT_GITHUB_BACKOFF = 1.0
+DEFAULT_GITHUB_BACKOFF_MAX = 30.0
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 _SIZE = re.compile(r"(?P<number>\d+)\s*(?P<unit>[kmg]i?b?|b)?", re.IGNORECASE)
@@ -59,6 +67,11 @@ class Settings:
     log_level: str = "INFO"
     max_log_bytes: int = DEFAULT_MAX_LOG_BYTES
     github_token: str | None = None
+    outage_retry_hours: float = DEFAULT_OUTAGE_RETRY_HOURS
+    outage_backoff: float = DEFAULT_OUTAGE_BACKOFF
+    outage_backoff_max: float = DEFAULT_OUTAGE_BACKOFF_MAX
+    github_backoff: float = DEFAULT_GITHUB_BACKOFF
+    github_backoff_max: float = DEFAULT_GITHUB_BACKOFF_MAX
 
     @property
     def has_app_credentials(self) -> bool:
@@ -115,6 +128,11 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
         log_level=_log_level(env),
         max_log_bytes=_size(env, "TRIAGE_MAX_LOG_BYTES", DEFAULT_MAX_LOG_BYTES),
         github_token=env.get("GITHUB_TOKEN"),
+        outage_retry_hours=_positive(env, "TRIAGE_OUTAGE_RETRY_HOURS", DEFAULT_OUTAGE_RETRY_HOURS),
+        outage_backoff=_positive(env, "TRIAGE_OUTAGE_BACKOFF", DEFAULT_OUTAGE_BACKOFF),
+        outage_backoff_max=_positive(env, "TRIAGE_OUTAGE_BACKOFF_MAX", DEFAULT_OUTAGE_BACKOFF_MAX),
+        github_backoff=_positive(env, "TRIAGE_GITHUB_BACKOFF", DEFAULT_GITHUB_BACKOFF),
+        github_backoff_max=_positive(env, "TRIAGE_GITHUB_BACKOFF_MAX", DEFAULT_GITHUB_BACKOFF_MAX),
     )
 
 
@@ -162,6 +180,20 @@ def _log_level(env: Mapping[str, str]) -> str:
     if level not in LOG_LEVELS:
         raise SettingsError("LOG_LEVEL", f"must be one of {', '.join(LOG_LEVELS)}, got {level!r}")
     return level
+
+
+def _positive(env: Mapping[str, str], name: str, default: float) -> float:
+    """A positive number (fractions allowed, so tests can shrink hours to seconds)."""
+    raw = env.get(name)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingsError(name, f"must be a number, got {raw!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise SettingsError(name, f"must be a positive number, got {raw!r}")
+    return value
 
 
 def _size(env: Mapping[str, str], name: str, default: int) -> int:

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import httpx
 
+from triage_bot.config import Settings
 from triage_bot.github_retry import (
     GitHubError,
     GitHubStatusError,
@@ -66,6 +67,11 @@ class ClientOptions:
     seconds_between_requests: float = 0.0
     seconds_between_writes: float = 1.0
     user_agent: str = USER_AGENT
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ClientOptions:
+        """The defaults, with the retry policy's pauses from the settings (TRIAGE_GITHUB_*)."""
+        return cls(retry=RetryPolicy.from_settings(settings))
 
 
 class _Throttle:

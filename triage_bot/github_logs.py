@@ -13,6 +13,11 @@ a host that ignores Range answers 200 with the whole log, and we skip the first 
 ourselves. A finished job's log does not change, so the consumer sees one seamless stream
 either way. If the attempts run out, the outcome is "unavailable" with `bytes_read` > 0
 (`partial`): what was fed is valid, just incomplete, and the caller may say so.
+
+An "unavailable" outcome is `temporary` when the retry policy would have tried again but its
+attempts ran out (5xx, timeouts, dropped connections, from the API or the log host): the
+queue's job may then come back later (pipeline.py raises LogsUnavailable) rather than say the
+log is missing. "expired" (410) and "missing" (404) are final, and so is any other refusal.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ class LogOutcome:
     capped: bool = False  # "ok", but reading stopped early: max_bytes, or the consumer's wish
     reason: str = ""  # for expired/missing/unavailable: what went wrong, fit for the comment
     resumed: int = 0  # how often a dropped download was picked up where it stopped
+    temporary: bool = False  # "unavailable" for now (5xx, timeout): trying later may work
 
     @property
     def ok(self) -> bool:
@@ -127,12 +133,22 @@ def stream_job_log(
             retry = _blob_retry(refused, attempt, api)
             reason = f"log host answered {refused.status} {refused.message}".rstrip()
         if retry is None or attempt >= policy.attempts:
-            return LogOutcome("unavailable", feed.consumed, reason=reason, resumed=resumed)
+            # Temporary when only the attempts ran out: the host would have been asked again.
+            temporary = retry is not None
+            return LogOutcome(
+                "unavailable", feed.consumed, reason=reason, resumed=resumed, temporary=temporary
+            )
         pause(retry)
 
 
 def _with(outcome: LogOutcome, feed: _Feed, resumed: int) -> LogOutcome:
-    return LogOutcome(outcome.status, feed.consumed, reason=outcome.reason, resumed=resumed)
+    return LogOutcome(
+        outcome.status,
+        feed.consumed,
+        reason=outcome.reason,
+        resumed=resumed,
+        temporary=outcome.temporary,
+    )
 
 
 def _signed_url(api: Transport, repo: str, job_id: int) -> str | LogOutcome:
@@ -145,7 +161,9 @@ def _signed_url(api: Transport, repo: str, job_id: int) -> str | LogOutcome:
             allow=(404, 410),
             follow_redirects=False,  # the 302 leads to the blob host: no token goes there
         )
-    except (GitHubStatusError, GitHubUnavailable) as error:
+    except GitHubUnavailable as error:  # the API's own retries ran out: 5xx, timeouts
+        return LogOutcome("unavailable", reason=str(error), temporary=True)
+    except GitHubStatusError as error:
         return LogOutcome("unavailable", reason=str(error))
     if answer.status_code == 410:
         return LogOutcome("expired", reason=error_message(answer) or "the log has expired")

@@ -27,6 +27,7 @@ from typing import Literal
 import httpx
 
 from triage_bot import metrics
+from triage_bot.config import Settings
 
 RetryReason = Literal["5xx", "timeout", "connection", "rate_limit", "retry_after", "auth"]
 RETRYABLE_STATUSES = frozenset({500, 502, 503, 504})
@@ -99,6 +100,15 @@ class RetryPolicy:
     max_wait: float = 120.0  # the longest rate-limit wait slept in-process; beyond: RateLimited
     reset_margin: float = 1.0  # past x-ratelimit-reset, for clock skew between us and GitHub
     secondary_wait: float = 60.0  # a secondary limit without retry-after: GitHub says >= 1 min
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> RetryPolicy:
+        """The policy with TRIAGE_GITHUB_BACKOFF and TRIAGE_GITHUB_BACKOFF_MAX; the rest default.
+
+        Kept short on purpose: an outage longer than these few retries is waited out by the
+        queue (triage_bot.outage), not by a worker thread sleeping.
+        """
+        return cls(backoff=settings.github_backoff, max_backoff=settings.github_backoff_max)
 
     def backoff_for(self, attempt: int) -> float:
         """The pause after failed try number `attempt` (1-based).

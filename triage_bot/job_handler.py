@@ -49,6 +49,9 @@ class JobContext:
     settings: Settings | None
     dry_run: bool  # render and log the comment, post nothing
     lease_lost: threading.Event  # set when another worker took the job over (rare)
+    # False on the try at the end of the outage budget (queue.py): a log its host still will
+    # not serve is then noted in the comment, instead of LogsUnavailable putting the job off.
+    logs_may_wait: bool = True
 
 
 # handler(payload, context) -> the report (a JSON-ready dict) for triage jobs, or None.

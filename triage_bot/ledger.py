@@ -11,6 +11,12 @@ task with it. The ledger keeps what huey forgets:
 
 A claim is one conditional UPDATE, so of two workers holding copies of one task exactly one
 runs it, and a task pushed twice (by the sweep, or by a retry that raced one) runs once.
+
+A job waiting out an outage (triage_bot.outage) is queued with its error starting
+"outage REASON: "; it stays so when it is given up (failed). `outage_counts` reads both for
+/metrics. Only a queued job takes in a later job with its coalesce key: a failed one never
+blocks a new delivery for the same run, and a queued one waiting out an outage is woken by it
+(the delivery shows GitHub is answering again).
 """
 
 from __future__ import annotations
@@ -20,11 +26,29 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, bindparam, func, insert, or_, select, update
+from sqlalchemy import (
+    Connection,
+    Engine,
+    and_,
+    bindparam,
+    case,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 
+from triage_bot.outage import OUTAGE_REASONS
 from triage_bot.schema import jobs, now
 
 QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
+OUTAGE_PREFIX = "outage "
+
+
+def outage_error(reason: str, text: str) -> str:
+    """The error recorded for a job held up by an outage: `outage_counts` reads the reason."""
+    return f"{OUTAGE_PREFIX}{reason}: {text}"
 
 
 @dataclass(frozen=True)
@@ -52,13 +76,14 @@ class JobRecord:
     lease_until: datetime | None
     available_at: datetime
     updated_at: datetime
+    created_at: datetime
 
 
 _COLUMNS = [getattr(jobs.c, name) for name in JobRecord.__dataclass_fields__]
 # Built once: adding a job is on the webhook's path, and building a statement per call (its
 # bound values, its cache key) cost more CPU than the database's round trip.
 _QUEUED_WITH_KEY = (
-    select(jobs.c.id)
+    select(jobs.c.id, jobs.c.available_at, jobs.c.error)
     .where(jobs.c.coalesce_key == bindparam("key"), jobs.c.status == QUEUED)
     .limit(1)
 )
@@ -70,18 +95,28 @@ class JobLedger:
         self.engine = engine
 
     def add(self, conn: Connection, job: NewJob) -> tuple[str, bool]:
-        """Insert `job` in the caller's transaction; (id, created).
+        """Insert `job` in the caller's transaction; (id, push): push is True when the caller
+        must push the job to the queue.
 
-        A job whose coalesce key matches one still queued is merged into it (created False):
-        the queued one has not looked at GitHub yet, so it will see what this one would.
+        A job whose coalesce key matches one still queued is merged into it: the queued one
+        has not looked at GitHub yet, so it will see what this one would. push is False then,
+        unless the queued one was waiting out an outage: it is made due now and pushed, since
+        a new delivery means GitHub is answering again. A failed job is never merged into.
         """
-        if job.coalesce_key is not None:
-            found = conn.execute(_QUEUED_WITH_KEY, {"key": job.coalesce_key})
-            existing = found.scalar_one_or_none()
-            if existing is not None:
-                return existing, False
-        job = job.with_id()
         stamp = now()
+        if job.coalesce_key is not None:
+            found = conn.execute(_QUEUED_WITH_KEY, {"key": job.coalesce_key}).one_or_none()
+            if found is not None:
+                existing, available_at, error = found
+                waiting = available_at > stamp and (error or "").startswith(OUTAGE_PREFIX)
+                if waiting:
+                    conn.execute(
+                        update(jobs)
+                        .where(jobs.c.id == existing, jobs.c.status == QUEUED)
+                        .values(available_at=stamp, updated_at=stamp)
+                    )
+                return str(existing), waiting
+        job = job.with_id()
         row = {
             "id": job.id,
             "kind": job.kind,
@@ -227,6 +262,22 @@ class JobLedger:
                 .values(status=QUEUED, owner=None, lease_until=None, updated_at=now())
             )
         return result.rowcount == 1
+
+    def outage_counts(self) -> dict[tuple[str, str], int]:
+        """{(status, reason): jobs}: queued ones waiting out an outage, failed ones given up
+        on one; the reason is what `outage_error` recorded."""
+        reason = case(
+            *((jobs.c.error.like(f"{OUTAGE_PREFIX}{name}:%"), name) for name in OUTAGE_REASONS),
+            else_="",
+        )
+        query = (
+            select(jobs.c.status, reason, func.count())
+            .where(jobs.c.status.in_((QUEUED, FAILED)), jobs.c.error.like(f"{OUTAGE_PREFIX}%"))
+            .group_by(jobs.c.status, reason)
+        )
+        with self.engine.connect() as conn:
+            found = {(str(s), str(r)): int(n) for s, r, n in conn.execute(query) if r}
+        return {(s, r): found.get((s, r), 0) for s in (QUEUED, FAILED) for r in OUTAGE_REASONS}
 
     def counts(self) -> dict[str, int]:
         query = select(jobs.c.status, func.count()).group_by(jobs.c.status)

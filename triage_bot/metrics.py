@@ -49,6 +49,29 @@ JOBS_DEFERRED = Counter(
 JOBS_FAILED = Counter(
     "triage_bot_jobs_failed", "Jobs that failed for good (retries used up or permanent)", ["kind"]
 )
+JOBS_GIVEN_UP = Counter(
+    "triage_bot_jobs_given_up",
+    "Jobs recorded failed for good by this process, by kind and reason (permanent, retries, "
+    "or the outage that outlasted TRIAGE_OUTAGE_RETRY_HOURS: github_5xx, github_unreachable, "
+    "log_host)",
+    ["kind", "reason"],
+)
+JOB_OUTAGE_RETRIES = Counter(
+    "triage_bot_job_outage_retries",
+    "Job attempts put off because GitHub or its log host was down, by reason",
+    ["reason"],
+)
+JOBS_WAITING_ON_OUTAGE = Gauge(
+    "triage_bot_jobs_waiting_on_outage",
+    "Queued jobs waiting to try again after an outage, by reason (read at scrape time)",
+    ["reason"],
+)
+JOBS_FAILED_ON_OUTAGE = Gauge(
+    "triage_bot_jobs_failed_on_outage",
+    "Jobs in the ledger given up on after an outage outlasted the retry budget, by reason "
+    "(read at scrape time)",
+    ["reason"],
+)
 JOBS_REQUEUED = Counter(
     "triage_bot_jobs_requeued",
     "Jobs pushed again by the sweep (a worker died, or a push was lost)",
@@ -68,6 +91,13 @@ GITHUB_RATE_LIMIT_WAITS = Counter(
     "triage_bot_github_rate_limit_wait_seconds", "Seconds spent waiting for GitHub rate limits"
 )
 LOG_BYTES = Counter("triage_bot_log_bytes", "Bytes of job logs downloaded")
+
+
+def read_outages(counts: dict[tuple[str, str], int]) -> None:
+    """Set the outage gauges from JobLedger.outage_counts() ({(status, reason): jobs})."""
+    for (status, reason), count in counts.items():
+        gauge = JOBS_WAITING_ON_OUTAGE if status == "queued" else JOBS_FAILED_ON_OUTAGE
+        gauge.labels(reason).set(count)
 
 
 def exposition() -> tuple[bytes, str]:

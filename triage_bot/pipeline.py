@@ -35,6 +35,7 @@ from triage_bot.github import (
 )
 from triage_bot.github import Job as GitHubJob
 from triage_bot.github_http import tls_context
+from triage_bot.outage import check_log
 from triage_bot.queue import JobContext, PermanentJobError, RetryLater
 from triage_bot.render import compose_comment, render_comment
 from triage_bot.repo_catalog import builtin_catalog as builtin_catalog  # re-exported
@@ -85,13 +86,14 @@ def triage_run(
     max_log_bytes: int = DEFAULT_MAX_LOG_BYTES,
     run: WorkflowRun | None = None,
     setup_problems: Sequence[str] = (),
+    retry_logs: bool = False,
 ) -> tuple[Report, str]:
     """Triage one attempt of a run (None: the latest); the report and the comment's body.
     `setup_problems`: what is wrong with the repository's config, for the footer."""
     run = run or client.get_run(repo, run_id)
     listed = client.list_jobs(repo, run_id, attempt)
     futures = [
-        _log_pool().submit(_triage_job, client, repo, job, catalog, max_log_bytes)
+        _log_pool().submit(_triage_job, client, repo, job, catalog, max_log_bytes, retry_logs)
         for job in listed.failed
     ]
     jobs = [future.result() for future in futures]
@@ -107,11 +109,13 @@ def triage_run(
 
 
 def _triage_job(
-    client: GitHubClient, repo: str, job: GitHubJob, catalog: CompiledCatalog, max_bytes: int
-) -> Job:
+    client: GitHubClient, repo: str, job: GitHubJob, catalog: CompiledCatalog, max_bytes: int,
+    retry_logs: bool,
+) -> Job:  # fmt: skip
     # The byte cap is the download's, so reading stops at the cap instead of after it.
     classifier = JobClassifier(catalog, job.name)
     outcome = client.stream_job_log(repo, job.id, classifier.feed, max_bytes)
+    check_log(outcome, job.name, retry_logs)  # LogsUnavailable: the queue comes back later
     result = classifier.finish()
     steps = job.steps or client.get_job(repo, job.id).steps
     return Job(
@@ -129,8 +133,9 @@ def handle_job(
     payload: dict[str, Any], context: JobContext, *, options: ClientOptions | None = None
 ) -> dict[str, Any] | None:
     """The queue's handler; see the module docstring. `options`: the GitHub client's (tests
-    bind faster retries with functools.partial)."""
+    bind faster retries with functools.partial); else the settings' (TRIAGE_GITHUB_BACKOFF)."""
     settings = context.settings or load_settings(os.environ)
+    options = options or ClientOptions.from_settings(settings)
     store, dry_run = context.store, context.dry_run
     try:
         if payload.get("kind") == "triage":
@@ -141,6 +146,7 @@ def handle_job(
                 dry_run=dry_run,
                 options=options,
                 lease_lost=context.lease_lost,
+                retry_logs=context.logs_may_wait,
             )
         if payload.get("kind") == "outdated":
             return outdated_job(payload, settings, store, dry_run=dry_run, options=options)
@@ -171,6 +177,7 @@ def triage_job(
     on_report: Callable[[Report], None] | None = None,
     config: RepoConfig | None = None,
     lease_lost: threading.Event | None = None,
+    retry_logs: bool = False,
 ) -> dict[str, Any]:
     """A "triage" job: triage the run, post or edit the comment, record the failures, and
     re-run the jobs a re-run cures when the repository's config asks for it.
@@ -178,7 +185,7 @@ def triage_job(
     `on_report` sees the report before anything is posted (the command line prints it);
     `config`, when given, stands for the repository's `.github/triage-bot.yml`; `lease_lost`
     set means another worker took the job over (this one stalled past its lease): it posts,
-    this one does not."""
+    this one does not. `retry_logs`: see outage.check_log (the queue's jobs: True)."""
     repo, run_id, attempt = str(payload["repo"]), int(payload["run_id"]), payload["run_attempt"]
     with client_for_job(settings, payload, options) as client:
         run = client.get_run(repo, run_id)
@@ -203,6 +210,7 @@ def triage_job(
             max_log_bytes=settings.max_log_bytes,
             run=run,
             setup_problems=setup.problems,
+            retry_logs=retry_logs,
         )
         baseline.record_triage(store, repo, run, int(attempt), report)
         bases = (t.base_ref for t in targets if not t.skip)

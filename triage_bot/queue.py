@@ -21,8 +21,22 @@ Retries: a failed attempt is re-pushed with a delay of retry_delay * retry_backo
 restart does not lose a pending retry either. The attempt count is the ledger's, so it
 survives re-pushes. A job that fails `retries + 1` times, or raises PermanentJobError, is
 marked failed with its error in the ledger (and, for triages, in the triages table), logged,
-and counted in triage_bot_jobs_failed. A RetryLater (or any error with a `retry_in`, such as
-the GitHub client's RateLimited) puts the job off without using an attempt.
+and counted in triage_bot_jobs_failed and triage_bot_jobs_given_up. A RetryLater (or any
+error with a `retry_in`, such as the GitHub client's RateLimited) puts the job off without
+using an attempt.
+
+Outages: an attempt that failed because GitHub or its log host is down (triage_bot.outage:
+GitHubUnavailable after the client's own retries, LogsUnavailable) uses no attempt either; it
+is put off with a growing, jittered wait until TRIAGE_OUTAGE_RETRY_HOURS (default 6) after the
+job was queued, its error recorded as "outage REASON: ..." (/metrics:
+triage_bot_jobs_waiting_on_outage), then failed with that reason
+(triage_bot_jobs_failed_on_outage, triage_bot_jobs_given_up). A new delivery for the run wakes
+a waiting job (ledger.py). The try at the end of the budget tells the handler so
+(JobContext.logs_may_wait False): a log still unreadable then is noted in the comment rather
+than leaving the run without one.
+
+Locks: the handler runs under `under_job_lease` (store_locks.py), so a lock it takes (the pull
+request's comment lock) is freed by the job's lease: a SIGKILLed worker's within one lease.
 
 For triage jobs the queue records the triage in the triages table: running when an attempt
 starts, done with the handler's return value as the report, failed with the error.
@@ -52,9 +66,12 @@ from triage_bot.job_handler import Handler, resolve_handler
 from triage_bot.job_handler import JobContext as JobContext  # pipeline.py imports these here
 from triage_bot.job_handler import PermanentJobError as PermanentJobError
 from triage_bot.job_handler import RetryLater as RetryLater
-from triage_bot.ledger import JobRecord, NewJob
+from triage_bot.ledger import JobRecord, NewJob, outage_error
+from triage_bot.outage import OutagePolicy, outage_reason
 from triage_bot.queue_transport import make_huey
+from triage_bot.schema import now
 from triage_bot.store import Store
+from triage_bot.store_locks import under_job_lease
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +88,7 @@ class QueueOptions:
     stale_after: float = 300.0  # seconds a due job may sit queued before it is pushed again
     sweep_interval: float = 15.0
     poll_interval: float = 0.25  # longest wait of an idle SQLite consumer before it looks again
+    outage: OutagePolicy | None = None  # None: the settings' (TRIAGE_OUTAGE_*), else defaults
 
 
 class JobQueue:
@@ -90,6 +108,9 @@ class JobQueue:
         self.settings = settings
         self.dry_run = dry_run
         self._handler = handler
+        self.outage = self.options.outage or (
+            OutagePolicy.from_settings(settings) if settings is not None else OutagePolicy()
+        )
         # One task per huey instance; huey names it so producers and consumers on other
         # machines agree on it.
         self.triage_task = huey.task(name=TASK_NAME)(self._execute)
@@ -169,15 +190,23 @@ class JobQueue:
 
     def _attempt(self, record: JobRecord, owner: str, lease_lost: threading.Event) -> None:
         payload = {**record.payload, "job_id": record.id, "kind": record.kind}
+        last_outage_try = self.outage.spent(_waited(record))
         context = JobContext(
-            record.id, record.attempts, self.store, self.settings, self.dry_run, lease_lost
+            record.id,
+            record.attempts,
+            self.store,
+            self.settings,
+            self.dry_run,
+            lease_lost,
+            logs_may_wait=not last_outage_try,
         )
         triage = _triage_key(record.kind, payload)
         started = time.monotonic()
         try:
             if triage is not None:
                 self.store.start_triage(*triage, str(payload.get("head_sha", "")), _pr(payload))
-            result = self.handler()(payload, context)
+            with under_job_lease(record.id, owner):
+                result = self.handler()(payload, context)
         except Exception as error:
             self._failed(record, owner, error, time.monotonic() - started)
             return
@@ -195,6 +224,10 @@ class JobQueue:
         if isinstance(deferral, int | float) and not isinstance(deferral, bool):
             self._defer(record, owner, text, max(0.0, float(deferral)))
             return
+        outage = None if isinstance(error, PermanentJobError) else outage_reason(error)
+        if outage is not None:
+            self._outage(record, owner, outage, text, elapsed, error)
+            return
         final = isinstance(error, PermanentJobError) or record.attempts > self.options.retries
         if not final:
             delay = self.options.retry_delay * self.options.retry_backoff ** (record.attempts - 1)
@@ -211,6 +244,43 @@ class JobQueue:
             metrics.JOB_RETRIES.labels(record.kind).inc()
             metrics.JOB_SECONDS.labels(record.kind, "retry").observe(elapsed)
             return
+        reason = "permanent" if isinstance(error, PermanentJobError) else "retries"
+        self._give_up(record, owner, text, elapsed, error, reason)
+
+    def _outage(
+        self,
+        record: JobRecord,
+        owner: str,
+        reason: str,
+        text: str,
+        elapsed: float,
+        error: Exception,
+    ) -> None:
+        # The attempt is refunded, as for a deferral: GitHub being down is not the job's fault,
+        # and an error of the job's own after the outage still gets its `retries`.
+        waited = _waited(record)
+        delay = self.outage.delay(waited)
+        if delay is None:
+            hours = waited / 3600
+            given_up = outage_error(reason, f"gave up after {hours:.2f} h of outage: {text}")
+            self._give_up(record, owner, given_up[:MAX_ERROR_CHARS], elapsed, error, reason)
+            return
+        log.warning("job %s held up by %s, next try in %.1fs: %s", record.id, reason, delay, text)
+        noted = outage_error(reason, text)[:MAX_ERROR_CHARS]
+        if self.store.jobs.retry(record.id, owner, noted, delay, refund=True):
+            self.push(record.id, record.kind, record.payload, delay=delay)
+        metrics.JOB_OUTAGE_RETRIES.labels(reason).inc()
+        metrics.JOB_SECONDS.labels(record.kind, "retry").observe(elapsed)
+
+    def _give_up(
+        self,
+        record: JobRecord,
+        owner: str,
+        text: str,
+        elapsed: float,
+        error: Exception,
+        reason: str,
+    ) -> None:
         log.error(
             "job %s (%s) failed for good after %d attempts: %s",
             record.id,
@@ -224,6 +294,7 @@ class JobQueue:
             self.store.fail_triage(*triage, text, str(record.payload.get("head_sha", "")))
         self.store.jobs.fail(record.id, owner, text)
         metrics.JOBS_FAILED.labels(record.kind).inc()
+        metrics.JOBS_GIVEN_UP.labels(record.kind, reason).inc()
         metrics.JOB_SECONDS.labels(record.kind, "failed").observe(elapsed)
 
     def _defer(self, record: JobRecord, owner: str, text: str, delay: float) -> None:
@@ -254,6 +325,11 @@ class JobQueue:
         finally:
             stop.set()
             thread.join()
+
+
+def _waited(record: JobRecord) -> float:
+    """Seconds since the job was queued: what the outage budget is counted against."""
+    return max(0.0, (now() - record.created_at).total_seconds())
 
 
 def _triage_key(kind: str, payload: dict[str, Any]) -> tuple[str, int, int] | None:

@@ -272,6 +272,7 @@ class _Health:
         try:
             for status, count in self.store.jobs.counts().items():
                 metrics.JOBS.labels(status).set(count)
+            metrics.read_outages(self.store.jobs.outage_counts())
         except Exception as error:
             log.warning("metrics: job ledger unreadable: %s", error)
 
