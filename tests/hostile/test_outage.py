@@ -20,7 +20,12 @@ from fakegithub import FakeGitHub
 from sqlalchemy import select
 from test_e2e import REPO, Stack
 
+from triage_bot.config import SettingsError, load_settings
+from triage_bot.ledger import NewJob
+from triage_bot.outage import OutagePolicy
 from triage_bot.schema import locks
+from triage_bot.store import Store
+from triage_bot.store_locks import LockTimeout, under_job_lease
 
 # Each request to GitHub: 5 tries, pauses of at most 0.05 + 0.1 + 0.2 + 0.2 s.
 IN_WORKER_BUDGET = 0.55
@@ -105,6 +110,27 @@ def test_a_log_host_503_is_waited_out_not_reported_as_a_missing_log(embedded: St
     assert "block_regions" in body and "Too many open files" in body
     assert "**3 failed jobs**" in body
     assert comment_posts(stack, pull.number) == 1
+
+
+def test_a_log_still_unreadable_at_the_end_of_the_budget_is_noted(
+    fake_github: FakeGitHub, tmp_path: Path
+) -> None:
+    # One bad log must not leave the run without a comment: the last try posts with a note.
+    stack = _stack(fake_github, tmp_path, "embedded", TRIAGE_OUTAGE_RETRY_HOURS=str(3 / HOUR))
+    try:
+        stack.up()
+        pull, run = stack.pull_with_failed_run("log-host-down")
+        stack.fake.faults.fail("", status=503, times=None, host="logs")
+        job = stack.send(stack.webhook(run, pull)).json()["job"]
+        stack.wait(lambda: job_error(stack, job).startswith("outage log_host:"), "a retry")
+        assert stack.comments(pull) == []
+        stack.wait(lambda: stack.triaged(run) and bool(stack.comments(pull)), "the comment")
+        [body] = stack.comments(pull)
+        assert "the log could not be downloaded" in body and "503" in body
+        record = stack.store.jobs.get(job)
+        assert record is not None and record.status == "done"
+    finally:
+        stack.close()
 
 
 def test_an_expired_log_is_noted_at_once_not_retried(embedded: Stack) -> None:
@@ -220,3 +246,63 @@ def test_a_worker_killed_holding_the_comment_lock_frees_it_within_a_lease(
         assert not lock_held()
     finally:
         stack.close()
+
+
+# ---- the parts, in process ------------------------------------------------------------------
+
+
+def test_outage_waits_grow_with_jitter_and_end_at_the_budget() -> None:
+    policy = OutagePolicy(budget=100.0, backoff=2.0, max_backoff=30.0)
+    first = [policy.delay(0.0) for _ in range(50)]
+    assert all(d is not None and 1.0 <= d <= 2.0 for d in first)
+    assert len(set(first)) > 1  # jittered
+    later = policy.delay(10.0)  # about as long again as waited so far
+    assert later is not None and 5.0 <= later <= 10.0
+    capped = policy.delay(60.0)  # at most max_backoff, and never past the budget
+    assert capped is not None and 15.0 <= capped <= 30.0
+    last = policy.delay(99.0)
+    assert last is not None and last <= 1.0
+    assert policy.delay(100.0) is None and policy.spent(100.0) and not policy.spent(99.0)
+
+
+def test_outage_settings_are_read_and_checked(tmp_path: Path) -> None:
+    base = {"HOME": str(tmp_path)}
+    defaults = load_settings(base)
+    assert (defaults.outage_retry_hours, defaults.outage_backoff) == (6.0, 30.0)
+    assert OutagePolicy.from_settings(defaults).budget == 6 * HOUR
+    tuned = load_settings(
+        {**base, "TRIAGE_OUTAGE_RETRY_HOURS": "0.5", "TRIAGE_GITHUB_BACKOFF": "2"}
+    )
+    assert tuned.outage_retry_hours == 0.5 and tuned.github_backoff == 2.0
+    for bad in ("0", "-1", "soon", "nan", "inf"):
+        with pytest.raises(SettingsError) as caught:
+            load_settings({**base, "TRIAGE_OUTAGE_RETRY_HOURS": bad})
+        assert str(caught.value).startswith("TRIAGE_OUTAGE_RETRY_HOURS:")
+
+
+def test_a_jobs_lock_is_freed_by_its_lease_and_only_then(tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'locks.db'}")
+    try:
+        job_id, _ = store.jobs.create(NewJob("triage", {"repo": "o/r"}))
+        claimed = store.jobs.claim(job_id, "claim-1", lease=0.6)
+        assert claimed is not None
+        with under_job_lease(job_id, "claim-1"):
+            held = store.comment_lock("o/r", 7, ttl=120.0)
+            held.__enter__()  # and never left: its worker "dies" holding it
+        # The lease is live: the lock is held.
+        with pytest.raises(LockTimeout), store.comment_lock("o/r", 7, wait=0.2):
+            pass
+        assert store.jobs.renew(job_id, "claim-1", 0.6)  # a heartbeat keeps it held
+        with pytest.raises(LockTimeout), store.comment_lock("o/r", 7, wait=0.2):
+            pass
+        time.sleep(0.7)  # no heartbeat: the lease lapses, the 120 s ttl does not matter
+        started = time.monotonic()
+        with store.comment_lock("o/r", 7, wait=5.0):
+            assert time.monotonic() - started < 1.0
+        # A lock taken outside any job is still held until its ttl.
+        outside = store.lock("plain", ttl=120.0)
+        outside.__enter__()
+        with pytest.raises(LockTimeout), store.lock("plain", wait=0.2):
+            pass
+    finally:
+        store.close()
