@@ -86,3 +86,112 @@ def test_anchored_signature_matches_inside_docker_build() -> None:
     )
     assert result.root_cause is not None
     assert result.root_cause.signature.id == "node-npm-eresolve"
+
+
+# Other CI systems' log shapes. The excerpts are real lines, shortened, from the sources named.
+
+
+def test_gh_run_view_prefix_goes_and_keeps_the_timestamp() -> None:
+    # cli/cli issue #10551: `gh run view --log-failed` output.
+    raw = (
+        b"build-ubuntu-old-ocamls (make, 3.08.4)\tSet up job\t"
+        b"2025-03-05T13:30:32.6031507Z Current runner version: '2.322.0'"
+    )
+    assert logs.normalise(raw) == (
+        "2025-03-05T13:30:32.6031507Z",
+        "Current runner version: '2.322.0'",
+    )
+    # The first line of a step's log carries a BOM after the tabs.
+    raw = "job\tRun tests\t\ufeff2025-03-05T13:30:33.1Z ##[group]Run pytest".encode()
+    assert logs.normalise(raw) == ("2025-03-05T13:30:33.1Z", "##[group]Run pytest")
+    # A tab-separated line that is not gh's prefix stays as it is.
+    assert logs.normalise(b"a\tb\tc") == (None, "a\tb\tc")
+
+
+def test_travis_fold_and_time_markers_go() -> None:
+    # Travis CI job logs (LogChunks): markers glued to the line with `\r` and ESC[0K.
+    raw = b"travis_fold:end:git.checkout\r\x1b[0K$ export PATH=./node_modules/.bin:$PATH\r"
+    assert logs.normalise(raw)[1] == "$ export PATH=./node_modules/.bin:$PATH"
+    raw = (
+        b"travis_time:end:13664106:start=1564245830264576748,finish=1564245830288338851,"
+        b"duration=23762103\r\x1b[0Ktravis_fold:end:after_failure\r\x1b[0K"
+    )
+    assert logs.normalise(raw)[1] == ""
+    assert logs.normalise(b"travis_fold:start:install")[1] == ""
+    # Travis' own verdict on a command is text a signature may want.
+    said = b'\x1b[31;1mThe command "rake" exited with 1.\x1b[0m'
+    assert logs.normalise(said)[1] == 'The command "rake" exited with 1.'
+
+
+def test_gitlab_sections_and_timestamps_go() -> None:
+    # gitlab-runner, common/buildtest/sections.go: a section's start glued to its header.
+    raw = (
+        b"section_start:1627911560:section_27e4a11ba6450738\r\x1b[0K"
+        b"\x1b[32;1m$ echo Hello World\x1b[0;m"
+    )
+    assert logs.normalise(raw) == (None, "$ echo Hello World")
+    raw = b"\x1b[0Ksection_end:1627911560:section_27e4a11ba6450738\r\x1b[0K"
+    assert logs.normalise(raw)[1] == ""
+    # GitLab 17's timestamped job logs: the stream and `+` (a continued line) go too.
+    raw = b"2024-05-22T12:43:46.962712Z 00O+ $ make test"
+    assert logs.normalise(raw) == ("2024-05-22T12:43:46.962712Z", "$ make test")
+
+
+def test_jenkins_timestamper_prefixes_go_and_pipeline_lines_stay() -> None:
+    # jenkinsci/timestamper-plugin pull request #25 (Pipeline, ISO) and eclipse-openj9/openj9
+    # pull request #3927 (freestyle, elapsed time).
+    raw = b"[2020-04-29T13:03:20.738Z] Cloning the remote Git repository"
+    assert logs.normalise(raw) == ("2020-04-29T13:03:20.738Z", "Cloning the remote Git repository")
+    raw = b"00:04:25.667 [WS-CLEANUP] Deleting project workspace..."
+    assert logs.normalise(raw) == (None, "[WS-CLEANUP] Deleting project workspace...")
+    assert logs.normalise(b"12:34:56 [ERROR] BUILD FAILURE")[1] == "[ERROR] BUILD FAILURE"
+    pipeline = logs.normalise(b"[2020-04-29T13:03:20.725Z] [Pipeline] checkout")[1]
+    assert pipeline == "[Pipeline] checkout" and logs.is_bookkeeping(pipeline)
+    assert not logs.is_bookkeeping("[ERROR] BUILD FAILURE")
+    # A time inside the text is not a prefix.
+    assert logs.normalise(b"took 00:01:02 to run")[1] == "took 00:01:02 to run"
+
+
+def test_progress_rewritten_with_bare_cr_shows_its_last_screen() -> None:
+    # Maven's download progress as Jenkins stores it: one `\n` line, many `\r` screens.
+    raw = (
+        b"Progress (1): 2.2/3.9 kB\rProgress (1): 3.9 kB\r                    \r"
+        b"Downloaded from central: https://repo.maven.apache.org/maven2/x/x-1.pom (3.9 kB)"
+    )
+    assert logs.normalise(raw)[1].startswith("Downloaded from central: ")
+    assert logs.normalise(b"Progress (1): 2.2/3.9 kB\rProgress (1): 3.9 kB\r")[1] == (
+        "Progress (1): 3.9 kB"
+    )
+    assert logs.last_screen_segment("\r \r") == ""
+
+
+def test_crlf_and_cr_cr_lf_endings_go() -> None:
+    assert logs.normalise(b"npm ERR! code ELIFECYCLE\r")[1] == "npm ERR! code ELIFECYCLE"
+    assert logs.normalise(b"npm ERR! code ELIFECYCLE\r\r")[1] == "npm ERR! code ELIFECYCLE"
+
+
+def test_colour_inside_sbt_error_prefix_goes() -> None:
+    # sbt's coloured prefix, as its logger prints it (`[\u001b[31merror\u001b[0m] `).
+    raw = b"\x1b[0m[\x1b[0m\x1b[31merror\x1b[0m] \x1b[0mFailed: Total 12, Failed 1, Errors 0\x1b[0m"
+    assert logs.normalise(raw)[1] == "[error] Failed: Total 12, Failed 1, Errors 0"
+
+
+def test_line_numbers_count_newlines_only_in_a_travis_log() -> None:
+    from helpers import compiled
+
+    from triage_bot.classify import classify
+
+    log = (
+        b"travis_fold:start:install\r\x1b[0Ktravis_time:start:0a1b\r\x1b[0K$ pip install -e .\r\n"
+        b"Collecting x\rDownloading x-1.0.tar.gz (10%)\rDownloading x-1.0.tar.gz (100%)\r\n"
+        b"travis_time:end:0a1b:start=1,finish=2,duration=1\r\x1b[0Ktravis_fold:end:install\r\n"
+        b"$ python -m pytest\r\n"
+        b"E   ModuleNotFoundError: No module named 'yaml'\r\r\n"
+        b'The command "python -m pytest" exited with 1.\r\n'
+    )
+    result = classify([log], compiled(), "job")
+    root = result.matches[0]
+    assert root.signature.id == "python-module-not-found"
+    assert root.line == 5
+    assert root.text == "E   ModuleNotFoundError: No module named 'yaml'"
+    assert root.before[-3:] == ["Downloading x-1.0.tar.gz (100%)", "", "$ python -m pytest"]

@@ -1,10 +1,26 @@
-"""The GitHub Actions job log format, and plain logs from anywhere else.
+"""Job logs of GitHub Actions and of the other CI systems, read alike.
 
-A job log line looks like `2026-10-21T09:12:33.1234567Z ##[error]message`: an optional UTF-8
-BOM on the first line, a timestamp, ANSI colours, CRLF endings, `##[group]`/`##[endgroup]`
-around steps and folds, `##[error]`/`##[warning]` annotations. Lines pasted from the web UI or
-from other CI systems have none of that and are taken as they are. Bytes that are not UTF-8
-are replaced, never fatal. Line numbers are the 1-based lines of the log as given.
+A GitHub Actions job log line looks like `2026-10-21T09:12:33.1234567Z ##[error]message`: an
+optional UTF-8 BOM on the first line, a timestamp, ANSI colours, CRLF endings,
+`##[group]`/`##[endgroup]` around steps and folds, `##[error]`/`##[warning]` annotations.
+`normalise` also takes away what other CI systems wrap around a tool's output, so that the same
+signatures apply to it:
+
+- `gh run view --log`: `job<TAB>step<TAB>` before the GitHub timestamp;
+- Travis CI: `travis_fold:start:NAME`, `travis_time:end:ID:start=...` markers glued to a line
+  with `\r` (and `ESC[0K`); `The command "..." exited with N.` stays, it is text;
+- GitLab CI: `section_start:1700000000:NAME[collapsed=true]` / `section_end:...` the same way,
+  and the `2024-01-01T00:00:00.000000Z 00O ` prefix of its timestamped logs;
+- Jenkins: the timestamper's `[2024-01-01T00:00:00.000Z] ` or `12:34:56 ` prefix;
+  `[Pipeline] ` lines stay (`is_bookkeeping` says what they are);
+- progress written over itself with a bare `\r` (Maven's downloads, pip, curl, Gradle): a
+  terminal shows the last thing written, so the text is the last segment that is not blank
+  nor a marker; `\r\n` and `\r\r\n` endings go;
+- colour codes anywhere, sbt's `[ESC[31merrorESC[0m]` included.
+
+Lines pasted from a web page have none of that and are taken as they are. Bytes that are not
+UTF-8 are replaced, never fatal. Line numbers are the 1-based lines of the log as given,
+counting `\n` only: a `\r` never starts a line.
 """
 
 from __future__ import annotations
@@ -27,6 +43,22 @@ _ANSI = re.compile(
     rb"|\x1b[@-Z\\-_]"  # two bytes
 )
 _BUILDKIT = re.compile(r"#\d+ \d+\.\d+ ")
+# `gh run view --log`: job name TAB step name TAB (a BOM at a step's start) timestamp.
+_GH_PREFIX_SCAN = 300
+_GH_RUN_VIEW = re.compile(r"[^\t]*\t[^\t]*\t\ufeff?(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z) ")
+# Jenkins' timestamper: `[2024-01-01T00:00:00.000Z] ` (Pipeline) or `12:34:56 ` / elapsed
+# `00:00:01.234 ` (freestyle console text).
+_JENKINS_ISO = re.compile(r"\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)\] ")
+_CLOCK = re.compile(r"\d\d:\d\d:\d\d(?:\.\d{3})? ")
+# GitLab's timestamped logs: after the timestamp, the stream (O out, E err) and `+` when the
+# line continues the one before.
+_GITLAB_STREAM = re.compile(r"\d\d[OE]\+? ")
+# Fold and timing markers: Travis CI's and GitLab CI's collapsible sections.
+_CI_MARKER = re.compile(
+    r"(?:travis_fold:(?:start|end):\S*|travis_time:(?:start|end):\S*"
+    r"|section_(?:start|end):\d+:\S*)\s*"
+)
+_BOOKKEEPING = ("[Pipeline] ", "##[group]", "##[endgroup]", "travis_time:", "travis_fold:")
 _MARKER = re.compile(r"##\[(group|endgroup|error|warning|notice|debug|command|section)\]")
 
 
@@ -61,20 +93,57 @@ def split_timestamp(text: str) -> tuple[str | None, str]:
 
 
 def normalise(raw: bytes) -> tuple[str | None, str]:
-    """One raw line (no newline) -> (timestamp, text without colour codes).
+    """One raw line (no newline) -> (timestamp, the text a terminal would show, uncoloured).
 
     BuildKit's `#12 3.456 ` step-and-seconds prefix goes too, like the timestamp, so that a
-    tool's output reads the same inside `docker build` as outside it.
+    tool's output reads the same inside `docker build` as outside it. The timestamp is the
+    GitHub-style one (GitHub, `gh run view`, GitLab, Jenkins' ISO form), else None.
     """
     text = strip_ansi(raw).decode("utf-8", "replace")
-    if text.endswith("\r"):
-        text = text[:-1]
+    carriage = "\r" in text
+    if carriage:
+        text = text.rstrip("\r")  # \r\n and \r\r\n endings
     if text.startswith(BOM):
         text = text[1:]
     timestamp, text = split_timestamp(text)
+    if timestamp is None:
+        timestamp, text = split_other_prefix(text)
+    elif len(text) > 3 and text[2] in "OE" and (found := _GITLAB_STREAM.match(text)):
+        text = text[found.end() :]
+    if carriage and "\r" in text:
+        text = last_screen_segment(text)
+    elif text.startswith(("travis_", "section_")) and _CI_MARKER.fullmatch(text):
+        text = ""
     if text.startswith("#") and (found := _BUILDKIT.match(text)):
         text = text[found.end() :]
     return timestamp, text
+
+
+def split_other_prefix(text: str) -> tuple[str | None, str]:
+    """(timestamp, text) without the prefix `gh run view --log` or Jenkins' timestamper put
+    before each line; (None, text) when there is none."""
+    if "\t" in text[:_GH_PREFIX_SCAN] and (found := _GH_RUN_VIEW.match(text)):
+        return found.group(1), text[found.end() :]
+    if text.startswith("[") and (found := _JENKINS_ISO.match(text)):
+        return found.group(1), text[found.end() :]
+    if len(text) > 8 and text[2] == ":" and (found := _CLOCK.match(text)):
+        return None, text[found.end() :]
+    return None, text
+
+
+def last_screen_segment(text: str) -> str:
+    """What a terminal shows of a line rewritten with bare `\r`: its last segment that is
+    neither blank nor a Travis/GitLab fold marker ("" if there is none)."""
+    for segment in reversed(text.split("\r")):
+        if segment.strip() and not _CI_MARKER.fullmatch(segment):
+            return segment
+    return ""
+
+
+def is_bookkeeping(text: str) -> bool:
+    """A normalised line that only says how the CI ran the job, never why it failed:
+    Jenkins' `[Pipeline] ...` steps, GitHub's `##[group]`/`##[endgroup]`, Travis' timing."""
+    return text.startswith(_BOOKKEEPING)
 
 
 def marker_of(text: str) -> str | None:
