@@ -22,9 +22,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
-from triage_bot import repo_files
+from triage_bot import repo_files, safe_yaml
 from triage_bot.catalog import line_in_text
 from triage_bot.classify import CompiledCatalog
 from triage_bot.github_client import GitHubClient
@@ -100,12 +98,10 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> tuple[RepoConfig, list[s
     """The config a file's text asks for, and its problems. A key with a problem keeps its
     default; an unreadable file gives every default."""
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else path
-        reason = getattr(exc, "problem", None) or str(exc)
-        return RepoConfig(), [f"{where}: invalid YAML: {reason}; the defaults are used"]
+        data = safe_yaml.load(text)  # bounded: an alias bomb is refused here, not expanded
+    except safe_yaml.YamlProblem as refused:
+        where = f"{path}:{refused.line}" if refused.line is not None else path
+        return RepoConfig(), [f"{where}: {refused.reason}; the defaults are used"]
     if data is None:
         return RepoConfig(), []  # an empty file: the defaults
     found: list[tuple[int, str]] = []  # (line, reason): told in the file's order
@@ -115,11 +111,12 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> tuple[RepoConfig, list[s
             found.extend(_unknown_keys(text, data))
             continue
         keys = list(error.absolute_path)
+        message = safe_yaml.schema_message(error)
         if not keys:  # the whole file is wrong (not a mapping)
-            return RepoConfig(), [f"{path}:1: {error.message}; the defaults are used"]
+            return RepoConfig(), [f"{path}:1: {message}; the defaults are used"]
         dropped.add(str(keys[0]))
         where = ".".join(str(k) for k in keys)
-        found.append((line_in_text(text, keys) or 1, f"{where}: {error.message}"))
+        found.append((line_in_text(text, keys) or 1, f"{where}: {message}"))
     values: dict[str, Any] = {
         _FIELDS[key]: tuple(value) if isinstance(value, list) else value
         for key, value in data.items()
