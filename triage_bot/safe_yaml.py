@@ -149,7 +149,7 @@ def _invalid(exc: yaml.YAMLError) -> YamlProblem:
 def _excerpt_repr() -> reprlib.Repr:
     shown = reprlib.Repr()
     shown.maxlevel, shown.maxlist, shown.maxdict, shown.maxtuple = 2, 4, 4, 4
-    shown.maxstring, shown.maxother = 60, 60
+    shown.maxstring, shown.maxother = 40, 40
     return shown
 
 
@@ -157,8 +157,9 @@ _EXCERPT = _excerpt_repr()
 
 
 def excerpt(value: Any) -> str:
-    """A short `repr` of a value, however large (it looks at the first few items only)."""
-    return _EXCERPT.repr(value)
+    """A short `repr` of a value, however large (it looks at the first few items only), cut
+    to half a message so that what is said of it still fits."""
+    return cut(_EXCERPT.repr(value), MAX_MESSAGE_CHARS // 2)
 
 
 def cut(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
