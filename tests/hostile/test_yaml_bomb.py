@@ -6,15 +6,21 @@ check walks the data (which is what used to take 2.8 GiB)."""
 from __future__ import annotations
 
 import json
+import time
+import uuid
+from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import pytest
+from fakegithub import FakeGitHub
+from test_e2e import Stack
 
 from hostile.hostile_yaml import ROOT, bomb, measure, signature_text
 from triage_bot import safe_yaml
 from triage_bot.limits import MAX_MESSAGE_CHARS, MAX_YAML_DEPTH, MAX_YAML_NODES
 from triage_bot.repo_catalog import load_repo_signatures
-from triage_bot.repo_config import RepoConfig, parse_config
+from triage_bot.repo_config import CONFIG_PATH, RepoConfig, parse_config
 from triage_bot.repo_files import RepoFile
 
 CPU_BOUND_S = 1.0
@@ -29,7 +35,7 @@ def test_the_bomb_is_the_size_reported() -> None:
 def test_a_bomb_as_the_repository_config_gives_the_defaults_within_bounds() -> None:
     measured = measure(
         f"""
-        from triage_bot.repo_config import RepoConfig, parse_config
+        from triage_bot.repo_config import CONFIG_PATH, RepoConfig, parse_config
         parse_config("enabled: true\\n")  # imports and the schema, not measured
         def measured():
             config, problems = parse_config({bomb("workflows")!r})
@@ -191,3 +197,45 @@ def test_schema_messages_quote_an_excerpt_of_a_huge_value() -> None:
     [problem] = loaded.problems
     assert "title:" in problem and "is not of type 'string'" in problem
     assert len(problem) < len(SIGNATURE) + MAX_MESSAGE_CHARS + 120
+
+
+# ---- end to end: `triage-bot serve` against the fake GitHub ---------------------------------
+
+ANSWER_BOUND_S = 2.0  # wall clock, on a shared machine: the stall reported was over 10 s
+
+
+def test_serve_triages_a_repository_whose_config_is_a_bomb_and_keeps_answering(
+    fake_github: FakeGitHub, tmp_path: Path
+) -> None:
+    stack = Stack(fake_github, tmp_path, "embedded")
+    try:
+        fake_github.state.add_file(stack.repo, CONFIG_PATH, bomb("workflows"))
+        stack.up()
+        pull, run = stack.pull_with_failed_run("bomb")
+        payload, delivery = stack.webhook(run, pull), str(uuid.uuid4())
+        answers = [_timed(lambda: stack.send(payload, delivery))]
+        accepted = answers[0][1]
+        assert accepted.status_code == 202, accepted.text
+        # While the worker in the same process triages, the server answers promptly.
+        deadline = time.monotonic() + 60
+        while not (stack.triaged(run) and stack.comments(pull)):
+            answers.append(_timed(lambda: httpx.get(f"{stack.url}/healthz", timeout=10)))
+            assert time.monotonic() < deadline, stack.output()
+            time.sleep(0.05)
+        answers.append(_timed(lambda: stack.send(payload, delivery)))  # a redelivery
+        assert answers[-1][1].json()["outcome"] == "duplicate"
+        assert max(seconds for seconds, _ in answers) < ANSWER_BOUND_S
+        [body] = stack.comments(pull)
+        assert "block_regions" in body  # triaged with the defaults: the built-in catalog
+        footer = body.split("Problems with this repository's triage-bot files", 1)[1]
+        assert "(an alias bomb?)" in footer and "the defaults are used" in footer
+        record = stack.store.jobs.get(accepted.json()["job"])
+        assert record is not None and record.status == "done" and record.attempts == 1
+    finally:
+        stack.close()
+
+
+def _timed(ask: Callable[[], httpx.Response]) -> tuple[float, httpx.Response]:
+    started = time.monotonic()
+    response = ask()
+    return time.monotonic() - started, response
