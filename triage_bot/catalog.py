@@ -8,6 +8,7 @@ import pickle
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import yaml
 
 from triage_bot import __version__, resources, safe_yaml
 from triage_bot import cache as disk_cache
-from triage_bot.limits import MAX_EXAMPLES, MAX_YAML_BYTES
+from triage_bot.limits import MAX_EXAMPLES, MAX_SCHEMA_ERRORS, MAX_YAML_BYTES
 
 DEFAULT_BEFORE = 3
 DEFAULT_AFTER = 1
@@ -262,6 +263,8 @@ def load_signature_text(
     problems = _too_many_examples(path, text, data)
     if problems:
         return None, problems  # before the schema check, which would walk them all
+    # Bounded: a 64 KiB list can hold 30,000 wrong items, each an error and a line to find.
+    errors = list(islice(_validator().iter_errors(data), MAX_SCHEMA_ERRORS + 1))
     problems = [
         Problem(
             path,
@@ -269,8 +272,10 @@ def load_signature_text(
             _schema_message(err),
             _schema_hint(err),
         )
-        for err in sorted(_validator().iter_errors(data), key=lambda e: list(map(str, e.path)))
+        for err in sorted(errors[:MAX_SCHEMA_ERRORS], key=lambda e: list(map(str, e.path)))
     ]
+    if len(errors) > MAX_SCHEMA_ERRORS:
+        problems.append(Problem(path, None, f"more than {MAX_SCHEMA_ERRORS} schema errors"))
     if problems:
         return None, problems
     return _build(path, text, data, origin, text if keep_source else None)

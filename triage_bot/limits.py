@@ -26,3 +26,6 @@ MAX_FOLDERS = 20  # folders listed under the patterns folder (one request each)
 
 # ---- messages ----------------------------------------------------------------------------------
 MAX_MESSAGE_CHARS = 200  # a schema error's text, which quotes the value it is about
+# Schema errors told per file: past them a signature is refused and a config gives every
+# default (a 64 KiB list can hold 30,000 wrong items, each an error with a line to find).
+MAX_SCHEMA_ERRORS = 20

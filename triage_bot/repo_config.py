@@ -19,6 +19,7 @@ import json
 import logging
 from dataclasses import dataclass, field, replace
 from functools import cache
+from itertools import islice
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,6 +27,7 @@ from triage_bot import repo_files, safe_yaml
 from triage_bot.catalog import line_in_text
 from triage_bot.classify import CompiledCatalog
 from triage_bot.github_client import GitHubClient
+from triage_bot.limits import MAX_SCHEMA_ERRORS
 from triage_bot.lru import Lru
 from triage_bot.repo_catalog import builtin_catalog, compile_catalog, load_repo_signatures
 from triage_bot.repo_files import (
@@ -106,7 +108,15 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> tuple[RepoConfig, list[s
         return RepoConfig(), []  # an empty file: the defaults
     found: list[tuple[int, str]] = []  # (line, reason): told in the file's order
     dropped: set[str] = set()
-    for error in _validator().iter_errors(data):
+    # Bounded: a 64 KiB list can hold 30,000 wrong items, each an error and a line to find.
+    errors = list(islice(_validator().iter_errors(data), MAX_SCHEMA_ERRORS + 1))
+    if len(errors) > MAX_SCHEMA_ERRORS:
+        first = safe_yaml.schema_message(errors[0])
+        return RepoConfig(), [
+            f"{path}: more than {MAX_SCHEMA_ERRORS} problems (the first: {first}); "
+            "the defaults are used"
+        ]
+    for error in errors:
         if error.validator == "additionalProperties" and isinstance(data, dict):
             found.extend(_unknown_keys(text, data))
             continue
@@ -129,11 +139,18 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> tuple[RepoConfig, list[s
 
 def _unknown_keys(text: str, data: dict[Any, Any]) -> list[tuple[int, str]]:
     known = ", ".join(_FIELDS)
-    return [
-        (line_in_text(text, [key]) or 1, f"unknown key {key!r} (the keys are: {known})")
-        for key in data
-        if key not in _FIELDS
+    unknown = [key for key in data if key not in _FIELDS]
+    found = [
+        (
+            line_in_text(text, [key]) or 1,
+            f"unknown key {safe_yaml.excerpt(key)} (the keys are: {known})",
+        )
+        for key in unknown[:MAX_SCHEMA_ERRORS]
     ]
+    if len(unknown) > MAX_SCHEMA_ERRORS:
+        untold = line_in_text(text, [unknown[MAX_SCHEMA_ERRORS]]) or 1
+        found.append((untold, f"and {len(unknown) - MAX_SCHEMA_ERRORS} more unknown keys"))
+    return found
 
 
 def skip_reason(config: RepoConfig, workflow_name: str, workflow_path: str) -> str | None:

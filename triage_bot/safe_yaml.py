@@ -59,8 +59,7 @@ def compose(text: str) -> yaml.Node | None:
     of its keys; `YamlProblem` as `load`. Cached: messages ask for lines of one file often."""
     check(text)
     try:
-        # The pure-Python composer: its marks are the ones messages have always shown.
-        return yaml.compose(text, Loader=yaml.SafeLoader)
+        return yaml.compose(text, Loader=_LOADER)
     except yaml.YAMLError as exc:
         raise _invalid(exc) from exc
 
@@ -173,6 +172,20 @@ def schema_message(error: ValidationError) -> str:
         expected = error.validator_value
         types = expected if isinstance(expected, list) else [expected]
         return cut(f"{excerpt(error.instance)} is not of type {', '.join(map(repr, types))}")
-    if error.validator == "enum":
-        return cut(f"{excerpt(error.instance)} is not one of {excerpt(error.validator_value)}")
+    said = _SAID.get(str(error.validator))
+    if said is not None:
+        return cut(f"{excerpt(error.instance)} {said.format(excerpt(error.validator_value))}")
     return cut(error.message)
+
+
+# What jsonschema says of a value it quotes whole, said of an excerpt ({} is the schema's value).
+_SAID = {
+    "enum": "is not one of {}",
+    "const": "is not {}",
+    "maxItems": "is too long (at most {} items)",
+    "minItems": "is too short (at least {} items)",
+    "maxLength": "is too long (at most {} characters)",
+    "minLength": "is too short (at least {} characters)",
+    "uniqueItems": "has repeated items",
+    "pattern": "does not match {}",
+}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,8 +17,14 @@ from repo_world import FROB_LOG, WIDGETS, World, make_world
 
 from hostile.hostile_yaml import ROOT, signature_text
 from triage_bot import catalog_check
-from triage_bot.limits import MAX_EXAMPLES, MAX_SIGNATURE_FILES, MAX_WINDOW_BYTES
+from triage_bot.limits import (
+    MAX_EXAMPLES,
+    MAX_SCHEMA_ERRORS,
+    MAX_SIGNATURE_FILES,
+    MAX_WINDOW_BYTES,
+)
 from triage_bot.repo_catalog import load_repo_signatures
+from triage_bot.repo_config import CONFIG_PATH, RepoConfig, parse_config
 from triage_bot.repo_files import RepoFile
 
 LINE = "FROB-SYNC: frobnicator alpha is out of sync"
@@ -188,3 +195,44 @@ def test_links_inside_the_folder_and_a_linked_folder_are_used(tmp_path: Path) ->
         assert [s.id for s in signatures] == ["frob"]
         said = "\n".join(str(p) for p in problems)
         assert "duplicate id 'frob'" in said and "symbolic link" not in said
+
+
+# ---- many errors in one file -----------------------------------------------------------------
+
+
+def test_a_config_with_thousands_of_errors_gives_the_defaults_in_one_line() -> None:
+    text = "report: both\ndisable: [" + ", ".join(["1"] * 20_000) + "]\n"
+    started = time.process_time()
+    config, problems = parse_config(text)
+    assert time.process_time() - started < 1.0
+    assert config == RepoConfig()  # even `report`: a file this broken is not trusted
+    [problem] = problems
+    assert problem.startswith(f"{CONFIG_PATH}: more than {MAX_SCHEMA_ERRORS} problems (the first:")
+    assert "is too long (at most 500 items)" in problem and len(problem) < 300
+
+
+def test_thousands_of_unknown_keys_are_told_up_to_the_bound() -> None:
+    text = "report: both\n" + "".join(f"k{n}: 1\n" for n in range(6000))
+    started = time.process_time()
+    config, problems = parse_config(text)
+    assert time.process_time() - started < 1.0
+    assert config.report == "both"
+    assert len(problems) == MAX_SCHEMA_ERRORS + 1
+    assert problems[0].startswith(f"{CONFIG_PATH}:2: unknown key 'k0'")
+    untold = MAX_SCHEMA_ERRORS + 2  # the line of the first key not told
+    assert (
+        problems[-1] == f"{CONFIG_PATH}:{untold}: and {6000 - MAX_SCHEMA_ERRORS} more unknown keys"
+    )
+
+
+def test_a_signature_with_thousands_of_errors_lists_the_first_ones(tmp_path: Path) -> None:
+    wrong = "[" + ", ".join(["[1]"] * 10_000) + "]"
+    text = signature_text("frob", [LINE]).replace('keywords: ["FROB-SYNC"]', f"keywords: {wrong}")
+    path = _write(tmp_path / "p", "frob", text)
+    started = time.process_time()
+    problems = _lint(tmp_path / "p")
+    assert time.process_time() - started < 1.0
+    assert len(problems) == MAX_SCHEMA_ERRORS + 1
+    assert problems[0].startswith(f"{path}:5: keywords: [[1], [1], [1], [1], ...] is too long")
+    assert any(p.startswith(f"{path}:5: keywords.0: [1] is not of type 'string'") for p in problems)
+    assert problems[-1] == f"{path}: more than {MAX_SCHEMA_ERRORS} schema errors"
