@@ -8,17 +8,16 @@ import pickle
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
 import regex
 import yaml
 
-from triage_bot import __version__, resources
+from triage_bot import __version__, resources, safe_yaml
 from triage_bot import cache as disk_cache
-
-# The cheap YAML loader where libyaml is there; the pure-Python one elsewhere.
-_YamlLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from triage_bot.limits import MAX_EXAMPLES, MAX_SCHEMA_ERRORS, MAX_YAML_BYTES
 
 DEFAULT_BEFORE = 3
 DEFAULT_AFTER = 1
@@ -120,14 +119,37 @@ def _validator() -> Any:
 
 def signature_files(paths: Sequence[Path]) -> list[Path]:
     """The .yml files under each path (a file is taken as it is), sorted for stable order."""
+    return listed_files(paths)[0]
+
+
+def listed_files(paths: Sequence[Path]) -> tuple[list[Path], list[Problem]]:
+    """`signature_files`, and a problem for each symbolic link under a folder that leads out
+    of it: such a file is not loaded (lint and triage alike), for a folder is what was named."""
     files: list[Path] = []
+    problems: list[Problem] = []
     for path in paths:
-        if path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*.yml") if p.is_file()))
-            files.extend(sorted(p for p in path.rglob("*.yaml") if p.is_file()))
-        else:
+        if not path.is_dir():
             files.append(path)
-    return files
+            continue
+        root = path.resolve()
+        found = sorted(p for p in path.rglob("*.yml") if p.is_file())
+        found += sorted(p for p in path.rglob("*.yaml") if p.is_file())
+        for file in found:
+            target = file.resolve()
+            if target == root or root in target.parents:
+                files.append(file)
+            else:
+                problems.append(_outside(file, target, path))
+    return files, problems
+
+
+def _outside(file: Path, target: Path, folder: Path) -> Problem:
+    return Problem(
+        file,
+        None,
+        f"a symbolic link to {target}, outside {folder}; skipped",
+        "copy the file into the folder",
+    )
 
 
 def load_catalog(
@@ -135,22 +157,25 @@ def load_catalog(
 ) -> Catalog:
     """Load every signature under `paths` (default: the built-in catalog).
 
-    A broken file is reported in `Catalog.problems` and left out; it never stops the others.
-    With `base`, the new signatures are added to it (duplicate ids are refused). The result
-    is cached on disk by the files' names, sizes and times: parsing and validating the YAML
-    costs more than a small triage.
+    A broken file is reported in `Catalog.problems` and left out; it never stops the others;
+    so is a symbolic link leading out of its folder. With `base`, the new signatures are
+    added to it (duplicate ids are refused). The result is cached on disk by the files'
+    names, sizes and times: parsing and validating the YAML costs more than a small triage.
     """
-    files = signature_files(list(paths) if paths is not None else [resources.patterns_dir()])
-    key = _cache_key(files, origin, base)
+    roots = list(paths) if paths is not None else [resources.patterns_dir()]
+    files, refused = listed_files(roots)
+    key = _cache_key(files, origin, base, refused)
     cached = _cache_read(key)
     if cached is not None:
         return cached
-    catalog = _load_files(files, origin, base)
+    catalog = _load_files(files, origin, base, refused)
     _cache_write(key, catalog)
     return catalog
 
 
-def _cache_key(files: list[Path], origin: str, base: Catalog | None) -> str:
+def _cache_key(
+    files: list[Path], origin: str, base: Catalog | None, refused: Sequence[Problem] = ()
+) -> str:
     """ "" (no caching) when added to a base catalog, which lives in this process only."""
     if base is not None:
         return ""
@@ -165,6 +190,7 @@ def _cache_key(files: list[Path], origin: str, base: Catalog | None) -> str:
         except OSError:
             return ""  # a file that vanished: load without the cache, and report it
         stamp.append(f"{path.resolve()}:{info.st_size}:{info.st_mtime_ns}")
+    stamp.extend(str(problem) for problem in refused)
     return hashlib.sha256("\n".join(stamp).encode()).hexdigest()[:32]
 
 
@@ -184,9 +210,11 @@ def _cache_write(key: str, catalog: Catalog) -> None:
         disk_cache.write(f"catalog-{key}.pickle", pickle.dumps(catalog))
 
 
-def _load_files(files: list[Path], origin: str, base: Catalog | None) -> Catalog:
+def _load_files(
+    files: list[Path], origin: str, base: Catalog | None, refused: Sequence[Problem] = ()
+) -> Catalog:
     signatures = list(base.signatures) if base else []
-    problems = list(base.problems) if base else []
+    problems = [*(base.problems if base else ()), *refused]
     seen = {s.id: s.path for s in signatures}
     for path in files:
         loaded, file_problems = load_signature(path, origin=origin)
@@ -212,9 +240,14 @@ def load_signature(
     path: Path, *, origin: str = "builtin"
 ) -> tuple[Signature | None, list[Problem]]:
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as file:
+            # One byte past the bound tells an oversized file without reading it all.
+            data = file.read(MAX_YAML_BYTES + 1)
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         return None, [Problem(path, None, f"cannot read: {exc}")]
+    if len(data) > MAX_YAML_BYTES:
+        return None, [Problem(path, None, f"larger than {MAX_YAML_BYTES:,} bytes; skipped")]
     return load_signature_text(path, text, origin=origin)
 
 
@@ -224,19 +257,14 @@ def load_signature_text(
     """Validate and build one signature from its text; `path` names it in messages (and its
     stem must equal the id). `keep_source`: the text is not at `path` on this disk."""
     try:
-        data = yaml.load(text, Loader=_YamlLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        reason = getattr(exc, "problem", None) or str(exc)
-        return None, [
-            Problem(
-                path,
-                line,
-                f"invalid YAML: {reason}",
-                "check indentation and quote strings that contain ': ' or '#'",
-            )
-        ]
+        data = safe_yaml.load(text)
+    except safe_yaml.YamlProblem as refused:
+        return None, [Problem(path, refused.line, refused.reason, refused.hint)]
+    problems = _too_many_examples(path, text, data)
+    if problems:
+        return None, problems  # before the schema check, which would walk them all
+    # Bounded: a 64 KiB list can hold 30,000 wrong items, each an error and a line to find.
+    errors = list(islice(_validator().iter_errors(data), MAX_SCHEMA_ERRORS + 1))
     problems = [
         Problem(
             path,
@@ -244,11 +272,29 @@ def load_signature_text(
             _schema_message(err),
             _schema_hint(err),
         )
-        for err in sorted(_validator().iter_errors(data), key=lambda e: list(map(str, e.path)))
+        for err in sorted(errors[:MAX_SCHEMA_ERRORS], key=lambda e: list(map(str, e.path)))
     ]
+    if len(errors) > MAX_SCHEMA_ERRORS:
+        problems.append(Problem(path, None, f"more than {MAX_SCHEMA_ERRORS} schema errors"))
     if problems:
         return None, problems
     return _build(path, text, data, origin, text if keep_source else None)
+
+
+def _too_many_examples(path: Path, text: str, data: Any) -> list[Problem]:
+    tests = data.get("tests") if isinstance(data, dict) else None
+    if not isinstance(tests, dict):
+        return []  # the schema check says what is wrong
+    return [
+        Problem(
+            path,
+            line_in_text(text, ["tests", kind]),
+            f"tests.{kind} has {len(examples)} examples; at most {MAX_EXAMPLES}",
+            "keep the few that show the variants the pattern must cover",
+        )
+        for kind in ("match", "no_match")
+        if isinstance(examples := tests.get(kind), list) and len(examples) > MAX_EXAMPLES
+    ]
 
 
 def _build(
@@ -336,8 +382,8 @@ def signature_line(signature: Signature, keys: list[str | int]) -> int | None:
 def line_in_text(text: str, keys: list[str | int]) -> int | None:
     """1-based line of the node at `keys` in the YAML text (the nearest existing parent)."""
     try:
-        node: yaml.Node | None = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
+        node = safe_yaml.compose(text)
+    except safe_yaml.YamlProblem:
         return None
     if node is None:
         return 1
@@ -363,7 +409,7 @@ def _child(node: yaml.Node, key: str | int) -> yaml.Node | None:
 
 def _schema_message(err: Any) -> str:
     where = ".".join(str(p) for p in err.absolute_path) or "the file"
-    return f"{where}: {err.message}"
+    return f"{where}: {safe_yaml.schema_message(err)}"
 
 
 def _schema_hint(err: Any) -> str:

@@ -19,6 +19,7 @@ import jinja2
 from triage_bot import resources
 from triage_bot.catalog import Catalog, Problem, Signature, load_catalog, signature_line
 from triage_bot.classify import CompiledCatalog, classify
+from triage_bot.limits import MAX_WINDOW_BYTES
 from triage_bot.render import render_signature_text
 
 # Long enough to make an exponential pattern blow up, short enough that a sane one takes
@@ -42,16 +43,28 @@ def _inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
+def _where(path: Path) -> Path:
+    """Where a file sits, its folders resolved but not a symbolic link in its own name: a
+    link under a named folder is selected as it was found there (and refused, when it leads
+    out of it, with the same problem `triage --catalog` prints)."""
+    return path.absolute().parent.resolve() / path.name
+
+
+def _roots(paths: Sequence[Path]) -> list[Path]:
+    # Both: a named folder may itself be a link, and a named file one too.
+    return [root for p in paths for root in (p.resolve(), _where(p))]
+
+
 def _selected(catalog: Catalog, paths: Sequence[Path]) -> list[Signature]:
     if not paths:
         return list(catalog.signatures)
-    roots = [p.resolve() for p in paths]
-    return [s for s in catalog.signatures if any(_inside(s.path.resolve(), r) for r in roots)]
+    roots = _roots(paths)
+    return [s for s in catalog.signatures if any(_inside(_where(s.path), r) for r in roots)]
 
 
 def _selected_problems(catalog: Catalog, paths: Sequence[Path]) -> list[Problem]:
-    roots = [p.resolve() for p in paths] or [resources.patterns_dir().resolve()]
-    return [p for p in catalog.problems if any(_inside(p.path.resolve(), r) for r in roots)]
+    roots = _roots(paths) if paths else [resources.patterns_dir().resolve()]
+    return [p for p in catalog.problems if any(_inside(_where(p.path), r) for r in roots)]
 
 
 def lint(paths: Sequence[Path]) -> tuple[list[Signature], list[Problem]]:
@@ -73,6 +86,15 @@ def lint_signature(signature: Signature) -> list[Problem]:
                 None,
                 f"no log window {window.name} beside the signature",
                 "add a real window of a job log with '#! match:' lines",
+            )
+        )
+    elif window.stat().st_size > MAX_WINDOW_BYTES:
+        problems.append(
+            Problem(
+                window,
+                None,
+                f"larger than {MAX_WINDOW_BYTES:,} bytes",
+                "a window is the few dozen lines around the failure, not the whole log",
             )
         )
     return problems
@@ -303,7 +325,11 @@ def _expectation(directive: str, number: int) -> Expectation:
 
 def window_test(window: Path, compiled: CompiledCatalog) -> tuple[int, list[Failure]]:
     # Bytes, decoded: read_text would turn a bare carriage return into a line break.
-    log, expectations = parse_window(window.read_bytes().decode("utf-8", "replace"))
+    with window.open("rb") as file:
+        data = file.read(MAX_WINDOW_BYTES + 1)
+    if len(data) > MAX_WINDOW_BYTES:
+        return 0, [Failure(window, None, f"at most {MAX_WINDOW_BYTES:,} bytes", "more")]
+    log, expectations = parse_window(data.decode("utf-8", "replace"))
     result = classify([log], compiled, window.stem, keep_winners=True)
     winners = {line: (sid, caps) for line, sid, caps in result.winners}
     failures: list[Failure] = []

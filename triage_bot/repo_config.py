@@ -19,15 +19,15 @@ import json
 import logging
 from dataclasses import dataclass, field, replace
 from functools import cache
+from itertools import islice
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
-from triage_bot import repo_files
+from triage_bot import repo_files, safe_yaml
 from triage_bot.catalog import line_in_text
 from triage_bot.classify import CompiledCatalog
 from triage_bot.github_client import GitHubClient
+from triage_bot.limits import MAX_SCHEMA_ERRORS
 from triage_bot.lru import Lru
 from triage_bot.repo_catalog import builtin_catalog, compile_catalog, load_repo_signatures
 from triage_bot.repo_files import (
@@ -100,26 +100,33 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> tuple[RepoConfig, list[s
     """The config a file's text asks for, and its problems. A key with a problem keeps its
     default; an unreadable file gives every default."""
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else path
-        reason = getattr(exc, "problem", None) or str(exc)
-        return RepoConfig(), [f"{where}: invalid YAML: {reason}; the defaults are used"]
+        data = safe_yaml.load(text)  # bounded: an alias bomb is refused here, not expanded
+    except safe_yaml.YamlProblem as refused:
+        where = f"{path}:{refused.line}" if refused.line is not None else path
+        return RepoConfig(), [f"{where}: {refused.reason}; the defaults are used"]
     if data is None:
         return RepoConfig(), []  # an empty file: the defaults
     found: list[tuple[int, str]] = []  # (line, reason): told in the file's order
     dropped: set[str] = set()
-    for error in _validator().iter_errors(data):
+    # Bounded: a 64 KiB list can hold 30,000 wrong items, each an error and a line to find.
+    errors = list(islice(_validator().iter_errors(data), MAX_SCHEMA_ERRORS + 1))
+    if len(errors) > MAX_SCHEMA_ERRORS:
+        first = safe_yaml.schema_message(errors[0])
+        return RepoConfig(), [
+            f"{path}: more than {MAX_SCHEMA_ERRORS} problems (the first: {first}); "
+            "the defaults are used"
+        ]
+    for error in errors:
         if error.validator == "additionalProperties" and isinstance(data, dict):
             found.extend(_unknown_keys(text, data))
             continue
         keys = list(error.absolute_path)
+        message = safe_yaml.schema_message(error)
         if not keys:  # the whole file is wrong (not a mapping)
-            return RepoConfig(), [f"{path}:1: {error.message}; the defaults are used"]
+            return RepoConfig(), [f"{path}:1: {message}; the defaults are used"]
         dropped.add(str(keys[0]))
         where = ".".join(str(k) for k in keys)
-        found.append((line_in_text(text, keys) or 1, f"{where}: {error.message}"))
+        found.append((line_in_text(text, keys) or 1, f"{where}: {message}"))
     values: dict[str, Any] = {
         _FIELDS[key]: tuple(value) if isinstance(value, list) else value
         for key, value in data.items()
@@ -132,11 +139,18 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> tuple[RepoConfig, list[s
 
 def _unknown_keys(text: str, data: dict[Any, Any]) -> list[tuple[int, str]]:
     known = ", ".join(_FIELDS)
-    return [
-        (line_in_text(text, [key]) or 1, f"unknown key {key!r} (the keys are: {known})")
-        for key in data
-        if key not in _FIELDS
+    unknown = [key for key in data if key not in _FIELDS]
+    found = [
+        (
+            line_in_text(text, [key]) or 1,
+            f"unknown key {safe_yaml.excerpt(key)} (the keys are: {known})",
+        )
+        for key in unknown[:MAX_SCHEMA_ERRORS]
     ]
+    if len(unknown) > MAX_SCHEMA_ERRORS:
+        untold = line_in_text(text, [unknown[MAX_SCHEMA_ERRORS]]) or 1
+        found.append((untold, f"and {len(unknown) - MAX_SCHEMA_ERRORS} more unknown keys"))
+    return found
 
 
 def skip_reason(config: RepoConfig, workflow_name: str, workflow_path: str) -> str | None:

@@ -19,11 +19,9 @@ from dataclasses import dataclass
 from triage_bot.github_client import GitHubClient
 from triage_bot.github_contents import ContentEntry
 from triage_bot.github_retry import GitHubStatusError
+from triage_bot.limits import MAX_FILE_BYTES, MAX_FOLDERS, MAX_SIGNATURE_FILES
 from triage_bot.lru import Lru
 
-MAX_FILE_BYTES = 64 * 1024
-MAX_SIGNATURE_FILES = 50
-MAX_FOLDERS = 20  # folders listed under the patterns folder (one request each)
 SIGNATURE_SUFFIXES = (".yml", ".yaml")
 
 # Blob SHA -> text. A SHA names its content, so one entry serves every repository holding it.
@@ -88,6 +86,8 @@ def read_file(client: GitHubClient, repo: str, entry: ContentEntry) -> RepoFile:
         blob = client.get_file_blob(repo, entry.path)
     if blob is None:  # deleted between the listing and now
         return RepoFile(entry.path, entry.sha, None, "vanished while being read")
+    if len(blob.content) > MAX_FILE_BYTES:  # grown between the listing and now
+        return RepoFile(entry.path, blob.sha, None, f"larger than {MAX_FILE_BYTES:,} bytes")
     try:
         text = blob.content.decode("utf-8")
     except UnicodeDecodeError:
