@@ -265,9 +265,9 @@ def test_the_classifier_reads_while_downloading_and_keeps_the_tail(
 
     assert outcome.ok and not outcome.capped and outcome.bytes_read == len(LOG)
     # Told the size by Content-Length: the head was counted as it passed, not held.
-    assert classifier.tail is not None and classifier.tail.skipped_lines == LOG[:-10_000].count(
-        b"\n"
-    ) + 1  # the line the cut falls in goes with the head
+    # The line the cut falls in goes with the head.
+    counted = LOG[:-10_000].count(b"\n") + 1
+    assert classifier.tail is not None and classifier.tail.skipped_lines == counted
     assert result.truncated and result.bytes_read < 10_000 and result.lines == 4000
 
     world.fake.faults.clear()

@@ -146,9 +146,7 @@ class GitHubClient(PullsMixin, ContentsMixin, ChecksMixin):
         Never raises for an expired (410), missing (404) or unreachable log: the outcome says
         so. Raises RateLimited when GitHub asks for a wait longer than the policy allows.
         """
-        return stream_job_log(
-            self._api, self._blobs, repo, job_id, consumer, max_bytes, size_hint
-        )
+        return stream_job_log(self._api, self._blobs, repo, job_id, consumer, max_bytes, size_hint)
 
     def list_workflow_runs(
         self,

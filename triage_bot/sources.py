@@ -147,6 +147,15 @@ def job_name(path: Path | str) -> str:
     return name
 
 
+def archive_stem(path: Path | str) -> str:
+    """An archive's file name without its archive endings: what it is called as a folder."""
+    name = PurePosixPath(str(path)).name
+    for suffix in (*_COMPRESSED_SUFFIXES, ".tgz", ".tar", ".zip"):
+        if name.lower().endswith(suffix) and len(name) > len(suffix):
+            name = name[: -len(suffix)]
+    return name
+
+
 def looks_like_a_document(name: str) -> bool:
     """README, LICENSE, markdown, images...: beside logs in a folder, not logs."""
     pure = PurePosixPath(name)
@@ -205,6 +214,8 @@ def _folder(folder: Path, warn: Warn) -> list[JobLog]:
             continue
         try:
             jobs.extend(_file(path, path.parent.parts, warn))
+        except InputError as problem:
+            warn(str(problem))
         except BROKEN as error:
             warn(f"{path}: {describe(error)}")
     return jobs
@@ -283,7 +294,7 @@ def _zip(path: Path, where: tuple[str, ...], shown: str, warn: Warn) -> list[Job
     except zipfile.BadZipFile as exc:
         raise InputError(f"{shown}: broken zip archive: {exc}") from exc
     members = [info.filename for info in archive.infolist() if not info.is_dir()]
-    inside = (*where, job_name(shown))
+    inside = (*where, archive_stem(shown))
 
     def opener(member: str) -> Callable[[], BinaryIO]:
         return lambda: cast(BinaryIO, archive.open(member))
@@ -311,7 +322,7 @@ def _tar(path: Path, where: tuple[str, ...], shown: str, warn: Warn) -> list[Job
         return open_member
 
     # In archive order: a compressed tar is read forward only once.
-    return _members(list(by_name), opener, (*where, job_name(shown)), shown, warn)
+    return _members(list(by_name), opener, (*where, archive_stem(shown)), shown, warn)
 
 
 def _members(
