@@ -33,7 +33,7 @@ import zlib
 from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
-from typing import IO, BinaryIO, cast
+from typing import IO, Any, BinaryIO, cast
 
 CHUNK_BYTES = 1 << 20
 # The first bytes looked at to tell a log from a binary file.
@@ -52,6 +52,12 @@ _NUMBERED_TXT = re.compile(r"(?P<number>\d+)_(?P<name>.+)\.txt")
 _BINARY_SHARE = 0.3
 _CONTROL = frozenset(range(32)) - {9, 10, 11, 12, 13, 27}
 
+# Each opens a path or a binary stream, decompressing.
+_DECOMPRESSING: dict[str, Callable[..., Any]] = {
+    "gzip": gzip.open,
+    "bzip2": bz2.open,
+    "xz": lzma.open,
+}
 # What a broken archive or unreadable file raises, while it is listed or read.
 BROKEN = (OSError, EOFError, zipfile.BadZipFile, tarfile.TarError, lzma.LZMAError, zlib.error)
 
@@ -84,19 +90,32 @@ def read_chunks(stream: BinaryIO, size: int = CHUNK_BYTES) -> Generator[bytes, N
 
 
 def log_chunks(job: JobLog) -> Iterator[bytes]:
-    """The job's log in chunks; raises Skipped first if it is empty or binary."""
-    chunks = read_chunks(job.open())
-    head = b""
-    for chunk in chunks:
-        head += chunk
-        if len(head) >= SNIFF_BYTES:
-            break
+    """The job's log in chunks; raises Skipped first if it is empty or binary. A member of
+    an archive that is itself compressed (`unit.log.gz` in a zip) is decompressed."""
+    chunks, head = _sniffed(job.open)
+    kind = archive_kind(head)
+    if kind in _DECOMPRESSING:
+        chunks.close()
+        chunks, head = _sniffed(lambda: cast(BinaryIO, _DECOMPRESSING[kind](job.open())))
     reason = not_text(head)
     if reason is not None:
         chunks.close()
         raise Skipped(reason)
     yield head
     yield from chunks
+
+
+def _sniffed(
+    opener: Callable[[], BinaryIO],
+) -> tuple[Generator[bytes, None, None], bytes]:
+    """The stream's chunks, and its first SNIFF_BYTES or more (taken from those chunks)."""
+    chunks = read_chunks(opener())
+    head = b""
+    for chunk in chunks:
+        head += chunk
+        if len(head) >= SNIFF_BYTES:
+            break
+    return chunks, head
 
 
 def not_text(head: bytes) -> str | None:
@@ -240,9 +259,6 @@ def _file(path: Path, where: tuple[str, ...], warn: Warn, shown: str | None = No
                 return _tar(path, where, shown, warn)
         return [JobLog(job_name(shown), opener, shown, None, where)]
     return [JobLog(job_name(shown), lambda: path.open("rb"), shown, path.stat().st_size, where)]
-
-
-_DECOMPRESSING = {"gzip": gzip.GzipFile, "bzip2": bz2.BZ2File, "xz": lzma.LZMAFile}
 
 
 def _decompressor(kind: str, path: Path) -> Callable[[], BinaryIO]:

@@ -141,10 +141,19 @@ def test_compressed_logs_are_told_by_their_content_not_their_name(tmp_path: Path
     (tmp_path / "xz.txt").write_bytes(lzma.compress(LOG))
     tar_with(tmp_path / "logs.tgz", {"run/unit.log": LOG, "run/e2e.log": LOG})
     tar_with(tmp_path / "plain.tar", {"integration.txt": LOG}, mode="w")
+    zip_with(tmp_path / "artifact.zip", {"shards/shard-1.log.gz": gzip.compress(LOG)})
 
     jobs = jobs_of(triage(str(tmp_path)))
 
-    assert sorted(jobs) == ["bzipped", "e2e", "gz-no-extension", "integration", "unit", "xz"]
+    assert sorted(jobs) == [
+        "bzipped",
+        "e2e",
+        "gz-no-extension",
+        "integration",
+        "shard-1",
+        "unit",
+        "xz",
+    ]
     assert all(root_line(job) == 40 for job in jobs.values())
 
 
