@@ -108,6 +108,8 @@ class TailGate:
 
     def _note_groups(self, data: bytes) -> None:
         """The `##[group]` lines among the complete lines of line_head + data."""
+        if len(self.groups) >= MAX_HEAD_GROUPS:
+            return
         cut = data.rfind(b"\n") + 1
         if cut == 0:
             room = _LINE_HEAD_BYTES - len(self._line_head)
@@ -120,13 +122,15 @@ class TailGate:
         self._line_head = bytearray(data[cut : cut + _LINE_HEAD_BYTES])
 
     def _groups_in(self, block: bytes) -> None:
+        number, counted_to = self.skipped_lines + 1, 0  # the line at offset counted_to
         found = block.find(_GROUP)
         while found >= 0 and len(self.groups) < MAX_HEAD_GROUPS:
             start = block.rfind(b"\n", 0, found) + 1
             end = block.find(b"\n", found)
             timestamp, text = logs.normalise(logs.strip_ansi(block[start:end]))
             if text.startswith("##[group]"):
-                number = self.skipped_lines + block.count(b"\n", 0, start) + 1
+                number += block.count(b"\n", counted_to, start)  # only since the last mark
+                counted_to = start
                 self.groups.append(logs.GroupMark(number, timestamp, text[len("##[group]") :]))
             found = block.find(_GROUP, end)
 
