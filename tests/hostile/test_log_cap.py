@@ -8,6 +8,7 @@ import datetime as dt
 import re
 from pathlib import Path
 
+import httpx
 from fakegithub import FakeGitHub, NewJob
 from fakegithub.models import Job
 from helpers import triage_payload
@@ -88,3 +89,28 @@ def test_a_log_past_the_cap_shows_its_failure_at_the_end_with_its_real_line(
         f"only the last {CAP:,} bytes of the log were read: lines 1-{counted:,} were counted, "
         "not read"
     )
+
+
+def test_the_fake_log_host_answers_ranges_as_azure_blob_storage_does(
+    fake_github: FakeGitHub,
+) -> None:
+    repo = fake_github.state.add_repo(REPO)
+    run = fake_github.state.add_run(repo)
+    log = b"".join(b"line %03d\n" % n for n in range(100))  # 900 bytes
+    job = fake_github.state.add_job(run, NewJob("build", log=log))
+    url = fake_github._log_links.url_for(job.id)  # what the API's 302 leads to
+
+    def get(wanted: str) -> httpx.Response:
+        with httpx.Client() as blobs:
+            return blobs.get(url, headers={"Range": wanted, "Accept-Encoding": "identity"})
+
+    last, middle, rest = get("bytes=-18"), get("bytes=9-17"), get("bytes=891-")
+    assert (last.status_code, last.content) == (206, b"line 098\nline 099\n")
+    assert last.headers["content-range"] == "bytes 882-899/900"
+    assert (middle.status_code, middle.content) == (206, b"line 001\n")
+    assert (rest.status_code, rest.content) == (206, b"line 099\n")
+    past = get("bytes=900-")
+    assert past.status_code == 416 and past.headers["content-range"] == "bytes */900"
+    for ignored in ("bytes=0-5,10-20", "lines=1-2", "bytes=9-3"):
+        whole = get(ignored)
+        assert (whole.status_code, whole.content) == (200, log), ignored
