@@ -109,12 +109,13 @@ def test_overlong_line_is_cut_and_counted_once() -> None:
     assert result.lines == 2
 
 
-def test_byte_cap_stops_reading_and_says_so() -> None:
-    log = "ok\n" * 1000 + MODULE + "\n"
+def test_byte_cap_keeps_the_tail_with_its_line_numbers_and_says_so() -> None:
+    log = MODULE.replace("aiter", "early") + "\n" + "ok\n" * 1000 + MODULE + "\n"
     result = run_log(log, chunk=100, max_bytes=600)
     assert result.truncated
-    assert result.bytes_read == 600
-    assert result.root_cause is None
+    assert 0 < result.bytes_read <= 600
+    assert result.root_cause is not None and result.root_cause.line == 1002
+    assert "early" not in result.root_cause.text and result.lines == 1002
 
 
 def test_binary_garbage_never_crashes() -> None:

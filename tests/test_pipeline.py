@@ -194,7 +194,7 @@ def test_a_capped_log_is_said_in_the_comment(world: World) -> None:
     capped = Settings(**{**world.settings.__dict__, "max_log_bytes": 2000})
     triage_job(payload(world, run), capped, world.store, options=FAST)
     [body] = world.comments()
-    assert "only the first 2,000 bytes of the log were read" in body
+    assert "only the last 2,000 bytes of the log were read" in body
 
 
 def test_a_run_for_an_old_head_is_not_posted(world: World) -> None:

@@ -29,6 +29,7 @@ from triage_bot.engine import (
     build_prefilter,
     choose_engine,
 )
+from triage_bot.log_tail import TailGate
 from triage_bot.log_windows import LineCounter, clip, lines_after, lines_ending_at
 
 MAX_DISTINCT_MATCHES = 100
@@ -113,10 +114,13 @@ def classify(
     name: str = "job",
     *,
     max_bytes: int | None = None,
+    log_size: int | None = None,
     keep_winners: bool = False,
 ) -> JobResult:
     """Classify one job's log, given as chunks of bytes of any size."""
-    job = JobClassifier(catalog, name, max_bytes=max_bytes, keep_winners=keep_winners)
+    job = JobClassifier(
+        catalog, name, max_bytes=max_bytes, log_size=log_size, keep_winners=keep_winners
+    )
     for chunk in chunks:
         if not job.feed(chunk):
             break
@@ -132,11 +136,14 @@ class JobClassifier:
         name: str,
         *,
         max_bytes: int | None = None,
+        log_size: int | None = None,
         keep_winners: bool = False,
     ) -> None:
         self._catalog = catalog
         self._name = name
-        self._max_bytes = max_bytes
+        # max_bytes: only the log's last max_bytes are classified, the lines before are
+        # counted (log_tail.py); log_size, when known, spares holding that tail in memory.
+        self.tail = TailGate(max_bytes, log_size) if max_bytes is not None else None
         self._keep_winners = keep_winners
         self._carry = bytearray()
         # Whether the gathered bytes hold a complete line (else they are one long line).
@@ -145,7 +152,6 @@ class JobClassifier:
         self._recent = b""
         self._lines_done = 0  # complete lines before the current block
         self._bytes_read = 0
-        self._truncated = False
         self._matches: dict[tuple[str, tuple[str, ...]], Match] = {}
         self._pending_after: list[Match] = []
         self._annotations: list[FallbackLine] = []
@@ -155,25 +161,41 @@ class JobClassifier:
         self._in_long_line = False
         self._timeouts: dict[str, PatternTimeout] = {}
 
+    def expect_size(self, log_size: int) -> None:
+        """The log's size, learnt before its first byte (a download's Content-Length)."""
+        if self.tail is not None:
+            self.tail.expect_size(log_size)
+
     def feed(self, chunk: bytes) -> bool:
-        """Take the next chunk; False once the byte cap is reached and the rest is unwanted."""
-        if self._truncated:
-            return False
-        if self._max_bytes is not None and self._bytes_read + len(chunk) > self._max_bytes:
-            chunk = chunk[: self._max_bytes - self._bytes_read]
-            self._truncated = True
+        """Take the next chunk; always True (more is welcome)."""
+        if self.tail is not None:
+            chunk = self.tail.take(chunk)
+            if not chunk:
+                return True
+            self._begin_tail()
+        self._take(chunk)
+        return True
+
+    def _begin_tail(self) -> None:
+        # The first bytes of the tail: the lines and step marks before it were counted.
+        assert self.tail is not None
+        if self._bytes_read == 0:
+            self._lines_done = self.tail.skipped_lines
+            self._groups = list(self.tail.groups)
+
+    def _take(self, chunk: bytes) -> None:
         self._bytes_read += len(chunk)
         cut = chunk.rfind(b"\n") + 1
         if cut == 0:
             self._carry += chunk
             if not self._carry_has_newline and len(self._carry) > MAX_LINE_BYTES:
                 self._flush_long_line()
-            return not self._truncated
+            return
         if len(self._carry) + cut < MIN_BLOCK_BYTES:
             # Small pieces (a socket's) are gathered: the cost of a block is mostly fixed.
             self._carry += chunk
             self._carry_has_newline = True
-            return not self._truncated
+            return
         # One copy: what was gathered joined to this chunk's complete lines.
         block = (
             b"".join((self._carry, memoryview(chunk)[:cut]))
@@ -183,9 +205,12 @@ class JobClassifier:
         self._carry = bytearray(chunk[cut:])
         self._carry_has_newline = False
         self._process(block)
-        return not self._truncated
 
     def finish(self) -> JobResult:
+        if self.tail is not None:
+            held = self.tail.drain()
+            self._begin_tail()
+            self._take(held)
         if self._carry:
             rest = bytes(self._carry)
             self._process(rest if rest.endswith(b"\n") else rest + b"\n")
@@ -203,7 +228,7 @@ class JobClassifier:
             fallback_lines=fallback,
             lines=self._lines_done,
             bytes_read=self._bytes_read,
-            truncated=self._truncated,
+            truncated=self.tail is not None and self.tail.skipped,
             engine=self._catalog.prefilter.name,
             winners=self._winners,
             groups=self._groups,

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from triage_bot import __version__, cli_catalog, rerun, sources
-from triage_bot.config import Role, Settings, SettingsError, load_settings
+from triage_bot.config import Role, Settings, SettingsError, load_settings, parse_size
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -29,17 +29,23 @@ def _parser() -> argparse.ArgumentParser:
 
     triage = commands.add_parser(
         "triage",
-        help="triage job logs (files, folders, zip archives, - for stdin) or one run by its URL",
+        help="triage job logs (files, folders, archives, - for stdin) or one run by its URL",
         description="Triage job logs offline. Each file is one job, named by its file name; a "
-        "folder gives one job per file; a zip archive one job per member; - reads stdin. "
+        "folder gives one job per file; a zip or tar archive one job per member (GitHub's log "
+        "archive: one per job); gzip, bzip2 and xz are read compressed, told by their content; "
+        "- reads stdin. Empty, binary and document files (README, *.md, images) are skipped "
+        "with a note; a broken archive or file is one line on stderr and the rest is triaged. "
         "Or give one RUN_URL (https://HOST/OWNER/REPO/actions/runs/ID[/attempts/N]) to triage "
         "that run's failed jobs from GitHub, with GITHUB_TOKEN or the App's credentials "
         "(APP_ID, PRIVATE_KEY) and GITHUB_API_URL for GitHub Enterprise Server. "
-        "Exit code 0 when the triage ran, whatever it found; 1 when GitHub failed; 2 on "
-        "unusable input or a missing or malformed setting.",
+        "Exit code 0 when the triage ran, whatever it found; 1 when GitHub failed; 2 when "
+        "no log could be read, or on a missing or malformed setting.",
     )
     triage.add_argument(
-        "paths", nargs="+", metavar="PATH|RUN_URL", help="log file, folder, zip, -, or a run URL"
+        "paths",
+        nargs="+",
+        metavar="PATH|RUN_URL",
+        help="log file, folder, archive, -, or a run URL",
     )
     triage.add_argument(
         "--format",
@@ -57,11 +63,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     triage.add_argument(
         "--max-bytes",
-        type=int,
+        type=_byte_count,
         default=None,
-        metavar="N",
-        help="read at most N bytes of each log (default: all of it; for a RUN_URL, "
-        "TRIAGE_MAX_LOG_BYTES)",
+        metavar="SIZE",
+        help="read only the last SIZE of each log, from a line start (lines keep their "
+        "numbers): 1048576, 500k, 1MiB, 2G (k, M, G count 1024s; default: all of it; for a "
+        "RUN_URL, TRIAGE_MAX_LOG_BYTES)",
     )
     triage.add_argument(
         "--post",
@@ -73,6 +80,13 @@ def _parser() -> argparse.ArgumentParser:
     _add_github_commands(commands)
     _add_catalog_commands(commands)
     return parser
+
+
+def _byte_count(text: str) -> int:
+    value = parse_size(text)
+    if value is None or value < 1:
+        raise argparse.ArgumentTypeError(f"not a size like 1048576, 500k or 1MiB: {text!r}")
+    return value
 
 
 def _add_github_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -10,8 +10,9 @@ from pathlib import Path
 
 from triage_bot import rerun, sources
 from triage_bot.catalog import Catalog, load_catalog
-from triage_bot.classify import CompiledCatalog, classify
+from triage_bot.classify import CompiledCatalog, JobClassifier
 from triage_bot.config import load_settings
+from triage_bot.log_tail import tail_note
 from triage_bot.report import Job, Report, build_report, report_json
 
 
@@ -47,21 +48,34 @@ def triage(args: argparse.Namespace) -> None:
         return
     if args.post:
         raise sources.InputError("--post needs a RUN_URL")
-    jobs_in = sources.collect(args.paths)
+    jobs_in = sources.collect(args.paths, _warn)
     compiled = CompiledCatalog(load(args.catalog))
-    jobs: list[Job] = []
-    for job_log in jobs_in:
-        try:
-            stream = job_log.open()
-            result = classify(
-                sources.read_chunks(stream), compiled, job_log.name, max_bytes=args.max_bytes
-            )
-        except OSError as exc:
-            raise sources.InputError(f"{job_log.name}: cannot read: {exc}") from exc
-        note = f"only the first {result.bytes_read:,} bytes were read" if result.truncated else None
-        jobs.append(Job(result, note=note))
+    jobs = [job for job in (_triage_one(j, compiled, args.max_bytes) for j in jobs_in) if job]
+    if not jobs:
+        raise sources.InputError("no log could be read")
     print_report(build_report(jobs), args.format)
-    return
+
+
+def _warn(problem: str) -> None:
+    print(f"triage-bot: {problem}", file=sys.stderr)
+
+
+def _triage_one(
+    job_log: sources.JobLog, compiled: CompiledCatalog, max_bytes: int | None
+) -> Job | None:
+    """One job's triage, or None (said on stderr) when its file is no log or is broken: a
+    broken archive member is left out whole, what was read of it cannot be trusted."""
+    classifier = JobClassifier(compiled, job_log.name, max_bytes=max_bytes, log_size=job_log.size)
+    try:
+        for chunk in sources.log_chunks(job_log):
+            classifier.feed(chunk)
+    except sources.Skipped as skipped:
+        _warn(f"{job_log.origin}: skipped: {skipped}")
+        return None
+    except sources.BROKEN as error:
+        _warn(f"{job_log.origin}: {sources.describe(error)}")
+        return None
+    return Job(classifier.finish(), note=tail_note(classifier.tail))
 
 
 def print_report(report: Report, chosen: str | None) -> None:

@@ -196,17 +196,24 @@ def _positive(env: Mapping[str, str], name: str, default: float) -> float:
     return value
 
 
+def parse_size(raw: str) -> int | None:
+    """`268435456`, `256MiB`, `500k`, `2GB` -> bytes (k, M and G count 1024s), or None."""
+    match = _SIZE.fullmatch(raw.strip())
+    if match is None:
+        return None
+    unit = (match["unit"] or "").lower()[:1]
+    return int(match["number"]) * _UNITS[unit]
+
+
 def _size(env: Mapping[str, str], name: str, default: int) -> int:
     raw = env.get(name)
     if raw is None:
         return default
-    match = _SIZE.fullmatch(raw)
-    if match is None:
+    value = parse_size(raw)
+    if value is None:
         raise SettingsError(
             name, f"must be a number of bytes like 268435456 or 256MiB, got {raw!r}"
         )
-    unit = (match["unit"] or "").lower()[:1]
-    value = int(match["number"]) * _UNITS[unit]
     if value < 1:
         raise SettingsError(name, f"must be at least 1 byte, got {raw!r}")
     return value

@@ -24,7 +24,7 @@ from triage_bot.github_auth import InstallationCredentials, TokenAuth
 from triage_bot.github_checks import ChecksMixin
 from triage_bot.github_contents import ContentsMixin
 from triage_bot.github_http import ClientOptions, Transport, tls_context
-from triage_bot.github_logs import Consumer, LogOutcome, stream_job_log
+from triage_bot.github_logs import Consumer, LogOutcome, SizeHint, stream_job_log
 from triage_bot.github_models import (
     Job,
     Permission,
@@ -138,14 +138,15 @@ class GitHubClient(PullsMixin, ContentsMixin, ChecksMixin):
         repo: str,
         job_id: int,
         consumer: Consumer,
-        max_bytes: int = DEFAULT_MAX_LOG_BYTES,
+        max_bytes: int | None = DEFAULT_MAX_LOG_BYTES,
+        size_hint: SizeHint | None = None,
     ) -> LogOutcome:
         """Feed job `job_id`'s log to `consumer` as it downloads (see github_logs).
 
         Never raises for an expired (410), missing (404) or unreachable log: the outcome says
         so. Raises RateLimited when GitHub asks for a wait longer than the policy allows.
         """
-        return stream_job_log(self._api, self._blobs, repo, job_id, consumer, max_bytes)
+        return stream_job_log(self._api, self._blobs, repo, job_id, consumer, max_bytes, size_hint)
 
     def list_workflow_runs(
         self,

@@ -5,7 +5,9 @@ another host. We ask the API for that redirect with our token and without follow
 fetch the blob with a separate HTTP client that has no credentials at all: the token never
 leaves the API host. The body is handed over chunk by chunk as it arrives, so the classifier
 works while the rest downloads, and reading stops (the connection is closed) as soon as the
-byte cap is reached or the consumer declines more.
+byte cap (if any) is reached or the consumer declines more. The App gives no cap here: its
+classifier keeps the log's tail (log_tail.py), and is told the log's size (Content-Length)
+before the first byte so that it can count the head as it passes instead of holding the tail.
 
 A connection that drops mid-body is resumed, not restarted: the consumer has already seen N
 bytes and cannot un-see them, so we fetch a fresh signed URL and ask for `Range: bytes=N-`;
@@ -43,6 +45,7 @@ from triage_bot.github_retry import (
 
 LogStatus = Literal["ok", "expired", "missing", "unavailable"]
 Consumer = Callable[[bytes], bool]  # True: send more; False: enough
+SizeHint = Callable[[int], None]  # told the log's size in bytes, before its first byte
 
 LOG_ENDPOINT = "/repos/{owner}/{repo}/actions/jobs/{job_id}/logs"
 BLOB_ENDPOINT = "GET log-blob"  # the metrics label of downloads from the blob host
@@ -71,15 +74,31 @@ class LogOutcome:
 class _Feed:
     """The consumer's side: how much it has been given, and whether it wants more."""
 
-    def __init__(self, consumer: Consumer, max_bytes: int) -> None:
-        self.consumer, self.max_bytes = consumer, max_bytes
+    def __init__(
+        self, consumer: Consumer, max_bytes: int | None, size_hint: SizeHint | None = None
+    ) -> None:
+        self.consumer, self.max_bytes, self.size_hint = consumer, max_bytes, size_hint
         self.consumed = 0
         self.capped = False
 
+    def tell_size(self, response: httpx.Response) -> None:
+        """The log's size, from the first answer: Content-Length counts the bytes we get
+        only when the body is not encoded (httpx decodes a gzip body)."""
+        length = response.headers.get("content-length", "")
+        if self.size_hint is None or self.consumed or "content-encoding" in response.headers:
+            return
+        if response.status_code == 200 and length.isdigit():
+            self.size_hint(int(length))
+
     def give(self, chunk: bytes) -> bool:
+        if self.max_bytes is None:
+            return self._pass_on(chunk)
         room = self.max_bytes - self.consumed
         if len(chunk) > room:  # includes room == 0: more bytes exist past the cap
             chunk, self.capped = chunk[:room], True
+        return self._pass_on(chunk)
+
+    def _pass_on(self, chunk: bytes) -> bool:
         if chunk:
             self.consumed += len(chunk)
             metrics.LOG_BYTES.inc(len(chunk))
@@ -102,14 +121,16 @@ def stream_job_log(
     repo: str,
     job_id: int,
     consumer: Consumer,
-    max_bytes: int,
+    max_bytes: int | None,
+    size_hint: SizeHint | None = None,
 ) -> LogOutcome:
     """Download job `job_id`'s log into `consumer`; see the module docstring.
 
-    `blobs` must be a client without credentials. Raises only RateLimited (from the API:
-    the whole triage should come back later) and programming errors.
+    `blobs` must be a client without credentials. `max_bytes`: stop after that many bytes
+    (None: read it all). Raises only RateLimited (from the API: the whole triage should come
+    back later) and programming errors.
     """
-    feed = _Feed(consumer, max_bytes)
+    feed = _Feed(consumer, max_bytes, size_hint)
     policy = api.options.retry
     resumed = 0
     attempt = 0
@@ -187,6 +208,7 @@ def _pour(blobs: httpx.Client, url: str, feed: _Feed) -> None:
         if response.status_code not in (200, 206):
             response.read()
             raise _BlobRefused(response)
+        feed.tell_size(response)
         skip = offset if response.status_code == 200 else _range_gap(response, offset)
         for chunk in response.iter_bytes():
             if skip:

@@ -35,6 +35,7 @@ from triage_bot.github import (
 )
 from triage_bot.github import Job as GitHubJob
 from triage_bot.github_http import tls_context
+from triage_bot.log_tail import tail_note
 from triage_bot.outage import check_log
 from triage_bot.queue import JobContext, PermanentJobError, RetryLater
 from triage_bot.render import compose_comment, render_comment
@@ -112,9 +113,9 @@ def _triage_job(
     client: GitHubClient, repo: str, job: GitHubJob, catalog: CompiledCatalog, max_bytes: int,
     retry_logs: bool,
 ) -> Job:  # fmt: skip
-    # The byte cap is the download's, so reading stops at the cap instead of after it.
-    classifier = JobClassifier(catalog, job.name)
-    outcome = client.stream_job_log(repo, job.id, classifier.feed, max_bytes)
+    # The byte cap keeps the log's tail: the whole log streams by, its head only counted.
+    classifier = JobClassifier(catalog, job.name, max_bytes=max_bytes)
+    outcome = client.stream_job_log(repo, job.id, classifier.feed, None, classifier.expect_size)
     check_log(outcome, job.name, retry_logs)  # LogsUnavailable: the queue comes back later
     result = classifier.finish()
     steps = job.steps or client.get_job(repo, job.id).steps
@@ -122,7 +123,7 @@ def _triage_job(
         result,
         url=job.html_url or None,
         line_urls=line_urls(job.html_url, result, steps),
-        note=log_note(outcome),
+        note=log_note(outcome) or tail_note(classifier.tail),
     )
 
 

@@ -2,10 +2,14 @@
 
 Like a blob store it speaks plain text, wants no credentials and refuses any: a request that
 carries an Authorization header is answered 400, so a bot that leaks its token here fails.
+Like Azure blob storage it honours a single `Range: bytes=A-B`, `bytes=A-` or `bytes=-N`
+(206 with Content-Range; 416 with `Content-Range: bytes */SIZE` when A is past the end) and
+ignores a Range it cannot parse or one of several ranges (200 with the whole blob).
 """
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 import traceback
@@ -19,6 +23,7 @@ from .state import State
 
 _TEXT = [("Content-Type", "text/plain; charset=utf-8")]
 AUTHORIZATION_REFUSED = "Authorization header is not allowed on a pre-signed URL"
+_RANGE = re.compile(r"bytes=(\d*)-(\d*)")
 
 
 def _text(status: int, message: str) -> Response:
@@ -80,4 +85,29 @@ class LogHostApp:
         if log is None:
             return _text(404, "BlobNotFound")
         trickle = self.faults.take_trickle(request.method, request.path)
-        return Response(200, list(_TEXT), log, trickle=trickle)
+        response = _ranged(log, request.header("Range"))
+        response.trickle = trickle
+        if response.status == 206:
+            record.notes.append(f"range: {response.header('Content-Range')}")
+        return response
+
+
+def _ranged(blob: bytes, asked: str | None) -> Response:
+    """The blob, or the part of it that a single well-formed Range asks for."""
+    whole = Response(200, [*_TEXT, ("Accept-Ranges", "bytes")], blob)
+    found = _RANGE.fullmatch((asked or "").strip())
+    if found is None or found.group(1) == found.group(2) == "":
+        return whole
+    first, last = found.group(1), found.group(2)
+    size = len(blob)
+    if first == "":  # the last N bytes
+        start, end = max(0, size - int(last)), size - 1
+    else:
+        start = int(first)
+        end = min(int(last), size - 1) if last else size - 1
+        if last and int(last) < start:
+            return whole  # not a valid range: ignored, as RFC 9110 says
+    if start >= size or end < start:
+        return Response(416, [*_TEXT, ("Content-Range", f"bytes */{size}")], b"")
+    headers = [*_TEXT, ("Accept-Ranges", "bytes"), ("Content-Range", f"bytes {start}-{end}/{size}")]
+    return Response(206, headers, blob[start : end + 1])
