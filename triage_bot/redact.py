@@ -82,9 +82,18 @@ def _gitleaks_rule(rule: GitleaksRule, global_allow: tuple[Allowlist, ...]) -> R
         if rule.entropy and shannon_entropy(secret) <= rule.entropy:
             return False
         line = match.string
-        return not any(a.allows(secret, match.group(0), line) for a in allowlists)
+        whole = line[_lead_start(line, match.start(), rule.lead) : match.end()]
+        return not any(a.allows(secret, whole, line) for a in allowlists)
 
     return Rule(rule.id, rule.regex, rule.keywords, rule.secret_group, accept)
+
+
+def _lead_start(line: str, start: int, lead: int) -> int:
+    """Where a gitleaks match begins once its lazy name run (`[\\w.-]{0,lead}?`) is put back."""
+    floor = max(0, start - lead)
+    while start > floor and (line[start - 1].isalnum() or line[start - 1] in "_.-"):
+        start -= 1
+    return start
 
 
 # ---- our rules ------------------------------------------------------------------------------

@@ -51,6 +51,9 @@ class GitleaksRule:
     entropy: float
     secret_group: int
     allowlists: tuple[Allowlist, ...]
+    # The characters a match may reach back over (`[\w.-]`) before what `regex` found: see
+    # _without_lead.
+    lead: int = 0
 
 
 def go_regex(pattern: str) -> str:
@@ -131,6 +134,20 @@ def _allowlists(raws: list[dict[str, Any]]) -> tuple[Allowlist, ...]:
     return tuple(a for a in map(_allowlist, raws) if a is not None)
 
 
+# gitleaks' rules for "a name, then a value" start with a lazy run of name characters.
+# Python tries that run at every position of a line (most of the rules' cost), so the run is
+# left out of the search and the match extended back over it afterwards: the secret found
+# is the same, and the allowlists that look at the whole match still see the name.
+_LAZY_LEAD = re.compile(r"^\(\?i\)\[\\w\.-\]\{0,(\d+)\}\?")
+
+
+def _without_lead(pattern: str) -> tuple[str, int]:
+    lead = _LAZY_LEAD.match(pattern)
+    if lead is None:
+        return pattern, 0
+    return "(?i)" + pattern[lead.end() :], int(lead.group(1))
+
+
 def load_gitleaks(path: Path = GITLEAKS_TOML) -> tuple[list[GitleaksRule], tuple[Allowlist, ...]]:
     """The rules that apply to text (not to file names), and the global allowlists."""
     config = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -138,14 +155,16 @@ def load_gitleaks(path: Path = GITLEAKS_TOML) -> tuple[list[GitleaksRule], tuple
     for raw in config["rules"]:
         if "regex" not in raw:
             continue  # a rule on file paths only
+        pattern, lead = _without_lead(raw["regex"])
         rules.append(
             GitleaksRule(
                 id=raw["id"],
-                regex=re.compile(go_regex(raw["regex"])),
+                regex=re.compile(go_regex(pattern)),
                 keywords=tuple(k.lower() for k in raw.get("keywords", ())),
                 entropy=float(raw.get("entropy", 0.0)),
                 secret_group=int(raw.get("secretGroup", 0)),
                 allowlists=_allowlists(raw.get("allowlists", [])),
+                lead=lead,
             )
         )
     global_lists = config.get("allowlists", [])
