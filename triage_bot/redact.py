@@ -26,7 +26,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 
 import ahocorasick_rs
 
@@ -42,10 +42,15 @@ class Rule:
     first group that matched, or the whole match), and whether a found value is one."""
 
     id: str
-    regex: re.Pattern[str]
+    pattern: str
     keywords: tuple[str, ...]
     group: int | str = 0
     accept: Callable[[re.Match[str], str], bool] | None = None
+
+    @cached_property
+    def regex(self) -> re.Pattern[str]:
+        # Compiled on first use: most of gitleaks' rules never meet their keywords in a run.
+        return re.compile(self.pattern)
 
     def spans(self, line: str) -> list[Span]:
         found = []
@@ -85,7 +90,7 @@ def _gitleaks_rule(rule: GitleaksRule, global_allow: tuple[Allowlist, ...]) -> R
         whole = line[_lead_start(line, match.start(), rule.lead) : match.end()]
         return not any(a.allows(secret, whole, line) for a in allowlists)
 
-    return Rule(rule.id, rule.regex, rule.keywords, rule.secret_group, accept)
+    return Rule(rule.id, rule.pattern, rule.keywords, rule.secret_group, accept)
 
 
 def _lead_start(line: str, start: int, lead: int) -> int:
@@ -111,7 +116,7 @@ _ABOUT_A_SECRET = re.compile(
     r"(?i)[_.-](?:length|len|size|bits|count|file|path|dir|name|names|id|ids|type|url|uri"
     r"|stdin|env|header|prefix|suffix|format|expiry|expires|expiration|ttl|timeout|hash|version|required)$"
 )
-_ASSIGNMENT = re.compile(
+_ASSIGNMENT = (
     r"""(?ix)
     (?<![\w.-])
     (?P<quote>["']?)
@@ -196,20 +201,20 @@ _OUR_RULES: tuple[Rule, ...] = (
     Rule(
         "url-password",
         # The password runs to the last '@' before the host: `https://u:p@ss@host/`.
-        re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@?#]*:(?P<secret>[^\s/?#]+)@[^\s@/?#]"),
+        r"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@?#]*:(?P<secret>[^\s/?#]+)@[^\s@/?#]",
         ("://",),
         "secret",
     ),
     Rule(
         "url-user-token",
-        re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://(?P<secret>[a-z0-9_-]{20,})@[^\s@/?#]"),
+        r"(?i)\b[a-z][a-z0-9+.-]*://(?P<secret>[a-z0-9_-]{20,})@[^\s@/?#]",
         ("://",),
         "secret",
         _looks_like_token,
     ),
     Rule(
         "authorization-header",
-        re.compile(
+        (
             r"(?i)\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?"
             r"(?:(?:bearer|token|basic|digest|negotiate|bot)\s+)?(?P<secret>[A-Za-z0-9._~+/=-]{8,})"
         ),
@@ -219,14 +224,14 @@ _OUR_RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "bearer-token",
-        re.compile(r"(?i)\bbearer\s+(?P<secret>[A-Za-z0-9._~+/=-]{16,})"),
+        r"(?i)\bbearer\s+(?P<secret>[A-Za-z0-9._~+/=-]{16,})",
         ("bearer",),
         "secret",
         _has_digit_or_is_long,
     ),
     Rule(
         "login-password-flag",
-        re.compile(
+        (
             r"(?i)\b(?:docker|podman|buildah|nerdctl|skopeo|helm|oras|crane)\b.*?\blogin\b"
             r".*?\s(?:-p|--password)(?:[ \t]+|=)(?P<secret>[^\s\"']+|\"[^\"]*\"|'[^']*')"
         ),
@@ -235,7 +240,7 @@ _OUR_RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "mysql-password-flag",
-        re.compile(r"(?i)\bmysql(?:dump|admin|sh)?\b.*?\s-p(?P<secret>[^\s-][^\s]*)"),
+        r"(?i)\bmysql(?:dump|admin|sh)?\b.*?\s-p(?P<secret>[^\s-][^\s]*)",
         ("mysql",),
         "secret",
     ),
@@ -243,7 +248,7 @@ _OUR_RULES: tuple[Rule, ...] = (
         "token-after-word",
         # GitHub tokens glued after a word character (`TOKEN_ghp_...`), which gitleaks'
         # rules only catch with their exact lengths.
-        re.compile(TOKEN_START + r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_\w{40,})"),
+        TOKEN_START + r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_\w{40,})",
         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
     ),
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +33,12 @@ class Allowlist:
     or a stop word inside the secret."""
 
     target: str  # "secret", "match" or "line"
-    regexes: tuple[re.Pattern[str], ...]
+    patterns: tuple[str, ...]
     stopwords: tuple[str, ...]
+
+    @cached_property
+    def regexes(self) -> tuple[re.Pattern[str], ...]:
+        return tuple(map(re.compile, self.patterns))  # on first use: most never are
 
     def allows(self, secret: str, match: str, line: str) -> bool:
         text = match if self.target == "match" else line if self.target == "line" else secret
@@ -46,7 +51,7 @@ class Allowlist:
 @dataclass(frozen=True)
 class GitleaksRule:
     id: str
-    regex: re.Pattern[str]
+    pattern: str  # as Python's re reads it (go_regex)
     keywords: tuple[str, ...]
     entropy: float
     secret_group: int
@@ -125,9 +130,9 @@ def _allowlist(raw: dict[str, Any]) -> Allowlist | None:
         return None
     if not raw.get("regexes") and not raw.get("stopwords"):
         return None
-    regexes = tuple(re.compile(go_regex(r)) for r in raw.get("regexes", ()))
+    patterns = tuple(go_regex(r) for r in raw.get("regexes", ()))
     stopwords = tuple(word.lower() for word in raw.get("stopwords", ()))
-    return Allowlist(raw.get("regexTarget", "secret"), regexes, stopwords)
+    return Allowlist(raw.get("regexTarget", "secret"), patterns, stopwords)
 
 
 def _allowlists(raws: list[dict[str, Any]]) -> tuple[Allowlist, ...]:
@@ -159,7 +164,7 @@ def load_gitleaks(path: Path = GITLEAKS_TOML) -> tuple[list[GitleaksRule], tuple
         rules.append(
             GitleaksRule(
                 id=raw["id"],
-                regex=re.compile(go_regex(pattern)),
+                pattern=go_regex(pattern),
                 keywords=tuple(k.lower() for k in raw.get("keywords", ())),
                 entropy=float(raw.get("entropy", 0.0)),
                 secret_group=int(raw.get("secretGroup", 0)),
