@@ -253,6 +253,8 @@ def _database_text(path: Path) -> dict[str, str]:
 
 
 def _triage_through_the_queue(world: World, tmp_path: Path) -> WorkflowRun:
+    # Both a comment and a check run (its annotations carry log lines too).
+    world.fake.state.add_file(world.repo, ".github/triage-bot.yml", "report: both\n")
     jobs = [NewJob(name, log=text.encode()) for name, text in _job_logs().items()]
     run = world.fake.state.add_run(world.repo, pull=world.pull, jobs=jobs)
     queue = JobQueue(
@@ -283,6 +285,10 @@ def test_no_secret_in_the_database_the_comment_or_the_log(
 
     [comment] = world.comments()
     assert _leaks(comment) == [] and comment.count(REDACTED) >= len(SECRET_LINES)
+    # Nothing the bot sent GitHub (the comment, the check run and its annotations) has one.
+    sent = world.fake.requests(method="POST") + world.fake.requests(method="PATCH")
+    assert any(b"/check-runs" in r.path.encode() for r in sent)
+    assert _leaks("\n".join(r.body.decode(errors="replace") for r in sent)) == []
 
     rows = _database_text(tmp_path / "triage.db")
     assert {"triages", "comment_sections"} <= rows.keys()
