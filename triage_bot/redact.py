@@ -34,6 +34,9 @@ from triage_bot.secret_rules import TOKEN_START, Allowlist, GitleaksRule, load_g
 
 REDACTED = "***"
 Span = tuple[int, int]
+# Lines longer than this are read in pieces that overlap by more than any token is long.
+SCAN_PIECE = 2048
+SCAN_OVERLAP = 512
 
 
 @dataclass(frozen=True)
@@ -121,9 +124,9 @@ _ASSIGNMENT = (
     (?<![\w.-])
     (?P<quote>["']?)
     (?P<dashes>--?)?
-    (?P<name>[a-z0-9_.-]*?"""
+    (?P<name>[a-z0-9_.-]{0,40}?"""
     + _NAME_WORDS
-    + r"""[a-z0-9_.-]*)
+    + r"""[a-z0-9_.-]{0,40})
     (?P=quote)
     (?:[ \t]*=>?[ \t]*|[ \t]*:[ \t]+|[ \t]*:(?=["'])|(?(dashes)[ \t]+|(?!)))
     (?:"(?P<dq>[^"\\]*(?:\\.[^"\\]*)*)"|'(?P<sq>[^'\\]*(?:\\.[^'\\]*)*)'|(?P<bare>[^\s"'`,;]+))
@@ -232,16 +235,23 @@ _OUR_RULES: tuple[Rule, ...] = (
     Rule(
         "login-password-flag",
         (
-            r"(?i)\b(?:docker|podman|buildah|nerdctl|skopeo|helm|oras|crane)\b.*?\blogin\b"
-            r".*?\s(?:-p|--password)(?:[ \t]+|=)(?P<secret>[^\s\"']+|\"[^\"]*\"|'[^']*')"
+            r"(?i)\b(?:docker|podman|buildah|nerdctl|skopeo|helm|oras|crane)\b.{0,200}?\blogin\b"
+            r".{0,200}?\s(?:-p|--password)(?:[ \t]+|=)(?P<secret>[^\s\"']+|\"[^\"]*\"|'[^']*')"
         ),
         ("login",),
         "secret",
     ),
     Rule(
         "mysql-password-flag",
-        r"(?i)\bmysql(?:dump|admin|sh)?\b.*?\s-p(?P<secret>[^\s-][^\s]*)",
+        r"(?i)\bmysql(?:dump|admin|sh)?\b.{0,200}?\s-p(?P<secret>[^\s-]\S*)",
         ("mysql",),
+        "secret",
+    ),
+    Rule(
+        "curl-user",
+        r"(?i)\bcurl\b.{0,300}?\s(?:-u|--user)(?:=|[ \t]+)[\"']?[^\s:\"']{1,100}:"
+        r"(?P<secret>[^\s\"']+)",
+        ("curl",),
         "secret",
     ),
     Rule(
@@ -273,7 +283,18 @@ class Redactor:
         self._always = [n for n, rule in enumerate(self.rules) if not rule.keywords]
 
     def spans(self, line: str) -> list[Span]:
-        """Where the secrets of one line are, merged, in order."""
+        """Where the secrets of one line are, merged, in order. A long line is read in
+        overlapping pieces: a backtracking regex's time grows faster than the text it reads,
+        and a hostile log can hold a 64 KiB line built to make it so."""
+        if len(line) <= SCAN_PIECE:
+            return self._spans(line)
+        found = []
+        for start in range(0, len(line) - SCAN_OVERLAP, SCAN_PIECE - SCAN_OVERLAP):
+            piece = line[start : start + SCAN_PIECE]
+            found += [(start + s, start + e) for s, e in self._spans(piece)]
+        return _merged(found)
+
+    def _spans(self, line: str) -> list[Span]:
         hits = self._keywords.find_matches_as_indexes(line.lower(), overlapping=True)
         if not hits and not self._always:
             return []

@@ -34,7 +34,7 @@ from triage_bot.pipeline import handle_job
 from triage_bot.queue import JobQueue, QueueOptions
 from triage_bot.queue_transport import sqlite_huey
 from triage_bot.redact import REDACTED, redact, redact_lines, redact_window
-from triage_bot.secret_rules import GITLEAKS_TOML, go_regex, load_gitleaks
+from triage_bot.secret_rules import GITLEAKS_TOML, SKIPPED_RULES, go_regex, load_gitleaks
 from triage_bot.worker import EmbeddedWorker
 
 CORPUS: dict[str, Any] = yaml.safe_load(
@@ -105,10 +105,32 @@ def test_values_that_only_name_a_secret_are_kept() -> None:
     assert redact("sort_key=created") == "sort_key=created"
 
 
+# Lines built to make backtracking regexes take seconds to minutes (before the fixes: 25 s
+# for the first, 53 s for the second at 64 KiB).
+HOSTILE_UNITS = ["curl -s ", "api_key", "token_", "okta ", "-----BEGIN RSA PRIVATE KEY-----"]
+
+
+@pytest.mark.parametrize("unit", HOSTILE_UNITS)
+def test_a_hostile_long_line_is_redacted_in_bounded_time(unit: str) -> None:
+    line = (unit * (64 * 1024 // len(unit) + 1))[: 64 * 1024]  # the classifier's longest
+    start = time.process_time()
+    redact(line)
+    assert time.process_time() - start < 1.0
+
+
+def test_long_lines_are_read_whole() -> None:
+    """A long line is read in overlapping pieces: no secret is lost between two."""
+    secret = "ghp_ox9yimTcfipZGnzPbDFDyFKm51zfFoWbSrHA"
+    for at in (0, 2000, 2030, 4000, 60_000):
+        line = "x " * (at // 2) + f"GH_TOKEN={secret} " + "y " * 3000
+        assert secret[4:] not in redact(line), at
+
+
 def test_every_gitleaks_rule_loads_as_python() -> None:
     raw = tomllib.loads(GITLEAKS_TOML.read_text(encoding="utf-8"))
     rules, global_allow = load_gitleaks()
-    assert len(rules) == sum(1 for rule in raw["rules"] if "regex" in rule)
+    wanted = [r for r in raw["rules"] if "regex" in r and r["id"] not in SKIPPED_RULES]
+    assert len(rules) == len(wanted)
     assert global_allow and all(rule.keywords for rule in rules)
 
 
