@@ -15,7 +15,7 @@ from typing import Any
 from triage_bot.catalog import Signature, signature_line
 from triage_bot.classify import MAX_PATTERN_TIMEOUTS, REPO_PATTERN_TIMEOUT_S
 from triage_bot.classify_results import FallbackLine, JobResult, Match, PatternTimeout
-from triage_bot.sanitize import redact
+from triage_bot.redact import redact, redact_capture, redact_lines, redact_window
 
 JSON_VERSION = 1
 
@@ -129,12 +129,31 @@ def timeout_problems(jobs: Sequence[Job]) -> list[str]:
 
 
 def _redact_result(result: JobResult) -> None:
+    """Secrets out of what the report keeps of a log; each evidence window as one run of
+    consecutive lines (a private key spans lines), captures against the line they came from."""
     for match in result.matches:
-        match.text = redact(match.text)
-        match.before = [redact(line) for line in match.before]
-        match.after = [redact(line) for line in match.after]
-        match.captures = {k: redact(v) for k, v in match.captures.items()}
-    result.fallback_lines = [FallbackLine(f.line, redact(f.text)) for f in result.fallback_lines]
+        window, secrets = redact_window([*match.before, match.text, *match.after])
+        at = len(match.before)
+        match.before, match.text, match.after = window[:at], window[at], window[at + 1 :]
+        match.captures = {k: redact_capture(v, secrets) for k, v in match.captures.items()}
+        # Other occurrences' captures: their lines are not kept, so each value on its own.
+        match.variants = {k: [redact(v) for v in vs] for k, vs in match.variants.items()}
+    result.fallback_lines = _redacted_fallback(result.fallback_lines)
+
+
+def _redacted_fallback(lines: list[FallbackLine]) -> list[FallbackLine]:
+    """Best-guess lines, redacted by runs of consecutive line numbers."""
+    runs: list[list[FallbackLine]] = []
+    for line in lines:
+        if runs and runs[-1][-1].line + 1 == line.line:
+            runs[-1].append(line)
+        else:
+            runs.append([line])
+    redacted = []
+    for run in runs:
+        texts = redact_lines([f.text for f in run])
+        redacted += [FallbackLine(f.line, text) for f, text in zip(run, texts, strict=True)]
+    return redacted
 
 
 def match_json(match: Match) -> dict[str, Any]:

@@ -8,46 +8,9 @@ from __future__ import annotations
 
 import re
 
-REDACTED = "***"
-
-_SECRETS: list[tuple[re.Pattern[str], str]] = [
-    # GitHub tokens: classic, OAuth, user-to-server, server-to-server, refresh, fine-grained.
-    (re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})\b"), REDACTED),
-    # AWS access key ids, and secret keys where they are named.
-    (re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[A-Z0-9]{16}\b"), REDACTED),
-    (
-        re.compile(r"(?i)\b(aws_secret_access_key|aws_session_token)(\s*[=:]\s*[\"']?)[^\s\"',;]+"),
-        rf"\1\2{REDACTED}",
-    ),
-    (
-        re.compile(
-            r"(?i)\b(secret_?key|api_?key|password|passwd|token)(\s*=\s*[\"']?)[^\s\"',;]{6,}"
-        ),
-        rf"\1\2{REDACTED}",
-    ),
-    # Authorization headers (Bearer, token, Basic) and bare bearer tokens: a credential has a
-    # digit somewhere, which keeps prose such as "token authentication" as it is.
-    (
-        re.compile(
-            r"(?i)\b(authorization:\s*(?:bearer|token|basic)|bearer)(\s+)"
-            r"(?=[A-Za-z0-9._~+/=-]*\d)[A-Za-z0-9._~+/=-]{16,}"
-        ),
-        rf"\1\2{REDACTED}",
-    ),
-    # Passwords in URLs: scheme://user:password@host
-    (re.compile(r"([a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:)[^\s@/]+@"), rf"\1{REDACTED}@"),
-    # Slack tokens, npm tokens, private keys.
-    (re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), REDACTED),
-    (re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), REDACTED),
-    (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"), "-----BEGIN PRIVATE KEY----- " + REDACTED),
-]
-
-
-def redact(text: str) -> str:
-    for pattern, replacement in _SECRETS:
-        text = pattern.sub(replacement, text)
-    return text
-
+# Redaction lives in triage_bot.redact; re-exported here for the callers that import it so.
+from triage_bot.redact import REDACTED as REDACTED
+from triage_bot.redact import redact as redact
 
 # A word joiner after '@' keeps the text readable and stops GitHub from turning it into a
 # mention or a team ping.
