@@ -10,6 +10,7 @@ here knows about GitHub: this is a pure function of the bytes and the catalog.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 
 import regex
@@ -21,6 +22,7 @@ from triage_bot.classify_results import (
     JobResult,
     Match,
     PatternTimeout,
+    TimeCut,
     group_key,
 )
 from triage_bot.engine import (
@@ -30,6 +32,7 @@ from triage_bot.engine import (
     choose_engine,
 )
 from triage_bot.log_windows import LineCounter, clip, lines_after, lines_ending_at
+from triage_bot.regex_shapes import cpu_search
 
 MAX_DISTINCT_MATCHES = 100
 MAX_VARIANTS = 50
@@ -38,11 +41,22 @@ MAX_LINE_BYTES = 64 * 1024
 MIN_BLOCK_BYTES = 512 * 1024
 FALLBACK_LINES = 6
 # A repository's signature is an untrusted regex run on a shared worker: each search may take
-# this long (a timeout is no match on that line), and after this many timeouts in one job the
-# signature is skipped for the rest of it. Built-in ones run unbounded: they are linted in CI,
-# and the argument costs time in the hot loop.
+# this much CPU time of the worker's thread (a timeout is no match on that line), and after
+# this many timeouts in one job the signature is skipped for the rest of it. CPU time, not
+# wall time, so that a loaded machine or busy sibling threads do not drop a fast pattern.
+# Built-in ones run unbounded: `catalog lint` keeps them linear, and the argument costs
+# time in the hot loop.
 REPO_PATTERN_TIMEOUT_S = 0.1
 MAX_PATTERN_TIMEOUTS = 3
+# A pattern sees at most this many characters of a line: the first and the last half of a
+# longer one, searched apart. Failures are told at a line's start (a compiler's message) or
+# at its end (a progress line overwritten by `\r`, then the error); the middle of a giant
+# line is minified code or data. `catalog lint` bounds every pattern's time per 64 KiB.
+MAX_REGEX_CHARS = 64 * 1024
+# One job's classification may use this much CPU time; past it the rest of the log is not
+# read and the report says so (JobResult.time_cut). Lint keeps each pattern linear, but a
+# log of long lines full of keywords still costs each candidate signature per line.
+MAX_JOB_CPU_S = 60.0
 
 # Enough for 40 lines of context or 200 fallback lines of ordinary length.
 _RECENT_BYTES = 64 * 1024
@@ -133,6 +147,7 @@ class JobClassifier:
         *,
         max_bytes: int | None = None,
         keep_winners: bool = False,
+        max_cpu_s: float = MAX_JOB_CPU_S,
     ) -> None:
         self._catalog = catalog
         self._name = name
@@ -154,10 +169,16 @@ class JobClassifier:
         self._winners: list[tuple[int, str, dict[str, str]]] = []
         self._in_long_line = False
         self._timeouts: dict[str, PatternTimeout] = {}
+        # CPU time spent classifying (summed per block: the feeding thread may change).
+        self._max_cpu_s = max_cpu_s
+        self._cpu_used = 0.0
+        self._block_started = 0.0
+        self._time_cut: TimeCut | None = None
 
     def feed(self, chunk: bytes) -> bool:
-        """Take the next chunk; False once the byte cap is reached and the rest is unwanted."""
-        if self._truncated:
+        """Take the next chunk; False once the byte cap or the CPU budget is reached and the
+        rest is unwanted."""
+        if self._truncated or self._time_cut is not None:
             return False
         if self._max_bytes is not None and self._bytes_read + len(chunk) > self._max_bytes:
             chunk = chunk[: self._max_bytes - self._bytes_read]
@@ -183,10 +204,10 @@ class JobClassifier:
         self._carry = bytearray(chunk[cut:])
         self._carry_has_newline = False
         self._process(block)
-        return not self._truncated
+        return not self._truncated and self._time_cut is None
 
     def finish(self) -> JobResult:
-        if self._carry:
+        if self._carry and self._time_cut is None:
             rest = bytes(self._carry)
             self._process(rest if rest.endswith(b"\n") else rest + b"\n")
             self._carry = bytearray()
@@ -208,6 +229,7 @@ class JobClassifier:
             winners=self._winners,
             groups=self._groups,
             timeouts=list(self._timeouts.values()),
+            time_cut=self._time_cut,
         )
 
     def _flush_long_line(self) -> None:
@@ -221,6 +243,21 @@ class JobClassifier:
         self._in_long_line = True
 
     def _process(self, block: bytes) -> None:
+        self._block_started = time.thread_time()
+        try:
+            self._process_block(block)
+        finally:
+            self._cpu_used += time.thread_time() - self._block_started
+
+    def _out_of_time(self, start: int, counter: LineCounter) -> bool:
+        """Whether the job's CPU budget is spent; if so, where classification stopped."""
+        if self._cpu_used + time.thread_time() - self._block_started < self._max_cpu_s:
+            return False
+        line = self._lines_done + counter.newlines_before(start) + 1
+        self._time_cut = TimeCut(line=line, cpu_s=self._max_cpu_s)
+        return True
+
+    def _process_block(self, block: bytes) -> None:
         if self._in_long_line:
             # The rest of an overlong line: skip to its end.
             end = block.find(b"\n") + 1
@@ -243,6 +280,8 @@ class JobClassifier:
                     known.add(index)
         counter = LineCounter(block)
         for start in sorted(seen):
+            if self._out_of_time(start, counter):
+                break
             end = block.find(b"\n", start)
             self._examine_line(block, start, len(block) if end < 0 else end, counter, seen[start])
         self._lines_done += counter.newlines_before(len(block))
@@ -316,10 +355,14 @@ class JobClassifier:
             return False
         if signature.any_keywords and not any(k in text for k in signature.any_keywords):
             return False
-        if signature.id in self._catalog.untrusted:
-            found = self._bounded_search(signature, text, number)
-        else:
-            found = signature.pattern.search(text)
+        found = None
+        for piece in _regex_pieces(text):
+            if signature.id in self._catalog.untrusted:
+                found = self._bounded_search(signature, piece, number)
+            else:
+                found = signature.pattern.search(piece)
+            if found is not None:
+                break
         if found is None:
             return False
         captures = {k: v for k, v in found.groupdict().items() if v is not None}
@@ -355,7 +398,7 @@ class JobClassifier:
         if known is not None and known.count >= MAX_PATTERN_TIMEOUTS:
             return None  # given up on for the rest of this job
         try:
-            return signature.pattern.search(text, timeout=REPO_PATTERN_TIMEOUT_S)
+            return cpu_search(signature.pattern, text, REPO_PATTERN_TIMEOUT_S)
         except TimeoutError:
             if known is None:
                 self._timeouts[signature.id] = PatternTimeout(signature, number)
@@ -398,6 +441,14 @@ class JobClassifier:
                 scored.append((score, candidate.line, text))
         best = sorted(set(scored), key=lambda item: (-item[0], -item[1]))[:FALLBACK_LINES]
         return [FallbackLine(number, text) for _score, number, text in sorted(best, key=_by_line)]
+
+
+def _regex_pieces(text: str) -> list[str]:
+    """The text a pattern searches: the line, or the two ends of a line over MAX_REGEX_CHARS."""
+    if len(text) <= MAX_REGEX_CHARS:
+        return [text]
+    half = MAX_REGEX_CHARS // 2
+    return [text[:half], text[-half:]]
 
 
 def _add_variants(match: Match, captures: dict[str, str]) -> None:
