@@ -21,7 +21,7 @@ import regex
 from triage_bot import resources
 from triage_bot.catalog import Catalog, Problem, Signature, load_catalog, signature_line
 from triage_bot.classify import CompiledCatalog, classify
-from triage_bot.regex_shapes import cpu_search, repeated_units
+from triage_bot.regex_shapes import cpu_search, repeated_units, sample_match
 from triage_bot.render import render_signature_text
 
 # Every pattern must match in linear time: its CPU time on an adversarial line (a long run of
@@ -223,6 +223,13 @@ def adversarial_probes(signature: Signature) -> list[Probe]:
     for example in signature.match_examples[:_CUT_EXAMPLES]:
         prefixes += _cuts(example.line)
     probes = [Probe(prefix, unit, _FAIL) for prefix in dict.fromkeys(prefixes) for unit in units]
+    # A whole match after the run: `regex` gives up at once on a line that lacks a literal
+    # the pattern needs, so the run must be followed by everything the pattern asks for.
+    examples = [e.line for e in signature.match_examples[:1]]
+    whole = examples[0] if examples else sample_match(signature.pattern.pattern)
+    probes += [
+        Probe(prefix, unit, _FAIL + " " + whole) for prefix in prefixes[:3] for unit in units
+    ]
     probes += [Probe("", unit, " " + keyword) for unit in units]
     return probes
 

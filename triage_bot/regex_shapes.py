@@ -144,6 +144,12 @@ def _class_item(item: tuple[Any, Any], char: str) -> bool:
     return False
 
 
+def sample_match(pattern: str) -> str:
+    """A short string the pattern is likely to match ("" where it cannot be parsed)."""
+    tree = parse(pattern)
+    return "" if tree is None else sample(tree)
+
+
 def sample(items: Iterable[Any]) -> str:
     """One short string the parsed items match (their first alternative, fewest repeats)."""
     out: list[str] = []
