@@ -75,11 +75,18 @@ def repeated_units(pattern: str) -> list[str]:
         if 0 < len(instance) <= _MAX_UNIT:
             units[instance] = None
         for node in _single_char_nodes(body):
-            for char in [c for c in CANDIDATES if accepts(node, c)][:_PER_CLASS]:
+            for char in _chars_of(node):
                 units[char] = None
                 if char in _ALTERNATING and any(accepts(n, " ") for n in _single_char_nodes(body)):
                     units[char + " "] = None
     return list(units)
+
+
+def _chars_of(node: tuple[Any, Any]) -> list[str]:
+    """A few characters a one-character node matches: a literal's own, else candidates."""
+    if node[0] == sre.LITERAL:
+        return [chr(node[1])]
+    return [c for c in CANDIDATES if accepts(node, c)][:_PER_CLASS]
 
 
 def _repeated_bodies(items: Iterable[Any]) -> Iterator[Any]:
@@ -155,7 +162,7 @@ def sample(items: Iterable[Any]) -> str:
     out: list[str] = []
     for op, av in items:
         if op in _SINGLE:
-            out.append(next((c for c in CANDIDATES if accepts((op, av), c)), ""))
+            out.append(next(iter(_chars_of((op, av))), ""))
         elif op in _REPEATS:
             out.append(sample(av[2]) * min(max(av[0], 1), 3))
         elif op == sre.SUBPATTERN:
