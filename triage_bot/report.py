@@ -119,8 +119,8 @@ def timeout_problems(jobs: Sequence[Job]) -> list[str]:
         more = sum(t.count for _, t in seen) - 1
         skipped = any(t.count >= MAX_PATTERN_TIMEOUTS for _, t in seen)
         problems.append(
-            f"{where}: the pattern of {sid!r} took over {REPO_PATTERN_TIMEOUT_S} s on line "
-            f"{first.line} of job {job.name!r}"
+            f"{where}: the pattern of {sid!r} took over {REPO_PATTERN_TIMEOUT_S} s of CPU time "
+            f"on line {first.line} of job {job.name!r}"
             + (f" and {more} more line(s)" if more else "")
             + ", taken as no match there"
             + (" (then skipped for the rest of the job)" if skipped else "")
