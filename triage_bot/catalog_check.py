@@ -50,6 +50,7 @@ BACKTRACK_TIMEOUT_S = 0.5
 # Where runs are put inside example lines: after these, in the first few examples.
 _DELIMITERS = frozenset(" :/`'\"([{=,;@")
 _CUT_EXAMPLES = 2
+_MAX_EXAMPLE = 1024
 _CUTS_PER_EXAMPLE = 8
 # A character that no pattern expects, so an anchored match fails at the end of the run.
 _FAIL = "\u2603"
@@ -220,12 +221,13 @@ def adversarial_probes(signature: Signature) -> list[Probe]:
     # The keyword itself, over and over: every occurrence is where a search may start.
     units = [*repeated_units(signature.pattern.pattern), keyword, keyword + " "]
     prefixes = ["", keyword, keyword + " "]
-    for example in signature.match_examples[:_CUT_EXAMPLES]:
-        prefixes += _cuts(example.line)
+    # Short examples only: a probe's length is its run's, whatever a repository's file holds.
+    examples = [e.line for e in signature.match_examples if len(e.line) <= _MAX_EXAMPLE]
+    for line in examples[:_CUT_EXAMPLES]:
+        prefixes += _cuts(line)
     probes = [Probe(prefix, unit, _FAIL) for prefix in dict.fromkeys(prefixes) for unit in units]
     # A whole match after the run: `regex` gives up at once on a line that lacks a literal
     # the pattern needs, so the run must be followed by everything the pattern asks for.
-    examples = [e.line for e in signature.match_examples[:1]]
     whole = examples[0] if examples else sample_match(signature.pattern.pattern)
     probes += [
         Probe(prefix, unit, _FAIL + " " + whole) for prefix in prefixes[:3] for unit in units
