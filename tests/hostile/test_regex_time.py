@@ -223,9 +223,10 @@ def test_a_repository_pattern_is_bounded_by_its_own_threads_cpu_time() -> None:
     for thread in burners:
         thread.start()
     try:
-        found = cpu_search(pattern, text, limit)
+        # regex's own timeout gives up on some of these (process CPU ran out); none may here.
+        found = [cpu_search(pattern, text, limit) for _ in range(5)]
     finally:
         stop.set()
         for thread in burners:
             thread.join()
-    assert found is not None and found.group().endswith("frob done")
+    assert all(m is not None and m.group().endswith("frob done") for m in found)
