@@ -59,6 +59,9 @@ def triage(args: argparse.Namespace) -> None:
         except OSError as exc:
             raise sources.InputError(f"{job_log.name}: cannot read: {exc}") from exc
         note = f"only the first {result.bytes_read:,} bytes were read" if result.truncated else None
+        if result.time_cut is not None:
+            cut = result.time_cut
+            note = f"classification stopped at line {cut.line} after {cut.cpu_s:g} s of CPU time"
         jobs.append(Job(result, note=note))
     print_report(build_report(jobs), args.format)
     return
