@@ -36,7 +36,6 @@ import logging
 import os
 import shutil
 import sqlite3
-import threading
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -44,8 +43,6 @@ log = logging.getLogger(__name__)
 SHM_BYTES = 32 * 32 * 1024  # 32 wal-index regions of 32 KiB
 MIN_FREE_BYTES = 2 * 1024 * 1024  # the -shm of the database and of the queue, and a margin
 SQLITE_FULL = 13
-_held: dict[tuple[int, int], int] = {}  # (device, inode) of a -shm: a descriptor of it
-_held_lock = threading.Lock()
 
 
 class DiskFull(sqlite3.OperationalError):
@@ -86,9 +83,17 @@ def prepare(dbapi_connection: sqlite3.Connection, path: Path | None) -> None:
 
 def allocate_shm(path: Path) -> None:
     """Give the -shm of the database at `path` all its blocks now; DiskFull when it cannot."""
-    fd = _held_shm(Path(f"{path}-shm"))
-    if fd is None or os.fstat(fd).st_blocks * 512 >= SHM_BYTES:
-        return  # not in WAL mode (nothing is mapped), or allocated by another connection
+    shm = Path(f"{path}-shm")
+    try:
+        found = os.stat(shm)
+    except FileNotFoundError:
+        return  # not in WAL mode: nothing is mapped
+    if found.st_blocks * 512 >= SHM_BYTES:
+        return  # allocated by another connection already
+    fd = _sqlite_descriptor(found)
+    if fd is None:
+        log.warning("%s-shm could not be allocated ahead: no /proc/self/fd here", path.name)
+        return
     try:
         os.posix_fallocate(fd, 0, SHM_BYTES)
     except OSError as error:
@@ -98,23 +103,26 @@ def allocate_shm(path: Path) -> None:
         log.warning("%s-shm could not be allocated ahead: %s", path.name, error)
 
 
-def _held_shm(shm: Path) -> int | None:
-    """A descriptor of `shm` that this process keeps open for good.
+def _sqlite_descriptor(file: os.stat_result) -> int | None:
+    """SQLite's own descriptor of `file` in this process (Linux), found without opening it.
 
-    Closing any descriptor of a file drops every POSIX lock the process holds on it, SQLite's
-    included: a probe that opened and closed the -shm let another process's SQLite think it
-    was the first opener and truncate the -shm under this one's map, which raised SIGBUS (the
-    serve test did so). One descriptor per file and process, never closed, is safe.
+    Not a descriptor of our own: closing any descriptor of a file drops every POSIX lock the
+    process holds on it, SQLite's included. A first version opened and closed the -shm; then
+    another process's SQLite saw no lock, took itself for the first opener and truncated the
+    -shm under this process's map: SIGBUS (the serve test in test_server.py did exactly so).
+    SQLite keeps the descriptor while the connection being prepared is open.
     """
-    try:
-        identity = os.stat(shm)
-    except FileNotFoundError:
+    folder = Path("/proc/self/fd")
+    if not folder.is_dir():
         return None
-    key = (identity.st_dev, identity.st_ino)
-    with _held_lock:
-        if key not in _held:
-            _held[key] = os.open(shm, os.O_RDWR | os.O_CLOEXEC)
-        return _held[key]
+    for name in os.listdir(folder):
+        try:
+            seen = os.stat(folder / name)  # follows the link to the file: nothing is opened
+        except OSError:
+            continue  # the listing's own descriptor, or one closed meanwhile
+        if (seen.st_dev, seen.st_ino) == (file.st_dev, file.st_ino):
+            return int(name)
+    return None
 
 
 def database_path(database: str | None) -> Path | None:
