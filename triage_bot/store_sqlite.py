@@ -50,7 +50,8 @@ class DiskFull(sqlite3.OperationalError):
 
     def __init__(self, folder: Path, free: int) -> None:
         # SQLite's own wording first, so whatever classifies SQLite's errors knows this one.
-        super().__init__(f"database or disk is full: {free // 1024} KiB free in {folder.name}/")
+        super().__init__(f"database or disk is full: {free // 1024} KiB free in the data directory")
+        self.folder = folder
         self.sqlite_errorcode = SQLITE_FULL
         self.sqlite_errorname = "SQLITE_FULL"
 

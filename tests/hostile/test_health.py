@@ -29,6 +29,7 @@ import pytest
 import redis
 from services import create_database, drop_database, free_port, start_postgres
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
 from starlette.testclient import TestClient
 from test_server import SECRET, failed_run, post
 
@@ -37,6 +38,7 @@ from triage_bot.queue import JobQueue
 from triage_bot.queue_transport import huey_for_url, redis_huey
 from triage_bot.server import HEALTH_TIMEOUT, create_app
 from triage_bot.store import Store
+from triage_bot.store_errors import describe, storage_failure, verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 TMPFS_SIZE = "16m"
@@ -236,6 +238,7 @@ GROW_WAL_ON_FULL_DISK = textwrap.dedent(
     db = folder / "t.db"
     if how == "store":  # the bot's connection (store_sqlite.py)
         from triage_bot.store import Store
+from triage_bot.store_errors import describe, storage_failure, verdict
         conn = Store(f"sqlite:///{db}").engine.raw_connection().dbapi_connection
     else:  # SQLite as it comes
         conn = sqlite3.connect(db, isolation_level=None)
@@ -396,3 +399,18 @@ def test_a_locked_sqlite_database_is_reported_within_the_timeout(tmp_path: Path)
     finally:
         holder.close()
         store.close()
+
+
+def test_storage_errors_are_told_in_one_line_without_sql_or_directories(tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'triage.db'}")
+    secret = "s3cr3t-" + "x" * 20
+    with pytest.raises(DBAPIError) as raised, store.engine.begin() as conn:
+        conn.exec_driver_sql(f"ATTACH DATABASE '{tmp_path}/nowhere/other.db' AS other")
+    store.close()
+    wrapped = raised.value
+    assert storage_failure(wrapped) and verdict(wrapped) == "failed"
+    assert describe(wrapped) == "SQLITE_CANTOPEN: unable to open database: other.db"
+    # What SQLAlchemy's own text would have put in the log: the SQL and its parameters.
+    assert "ATTACH" in str(wrapped) and "ATTACH" not in describe(wrapped)
+    refused = redis.ConnectionError(f"Error 111 connecting to redis://u:{secret}@h:1/0.")
+    assert verdict(refused) == "unreachable" and secret not in describe(refused)
