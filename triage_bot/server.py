@@ -211,14 +211,16 @@ class _Webhook:
             try:
                 self.queue.push(accepted.job_id, decision.job["kind"], decision.job)
             except Exception as error:
-                # The job is in the ledger: the sweep pushes it once the queue is back.
+                # The job is in the ledger: the sweep pushes it once the queue is back. An
+                # outage is one line; anything else keeps its traceback.
                 if not storage_failure(error):
-                    raise
-                log.warning(
-                    "job %s recorded but not pushed (the sweep will): queue unavailable: %s",
-                    accepted.job_id,
-                    describe(error),
-                )
+                    log.exception("job %s recorded but not pushed; the sweep will", accepted.job_id)
+                else:
+                    log.warning(
+                        "job %s recorded but not pushed (the sweep will): queue unavailable: %s",
+                        accepted.job_id,
+                        describe(error),
+                    )
         return accepted
 
 
