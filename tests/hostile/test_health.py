@@ -14,6 +14,7 @@ import os
 import resource
 import shutil
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -419,3 +420,29 @@ def test_storage_errors_are_told_in_one_line_without_sql_or_directories(tmp_path
     assert "ATTACH" in str(wrapped) and "ATTACH" not in describe(wrapped)
     refused = redis.ConnectionError(f"Error 111 connecting to redis://u:{secret}@h:1/0.")
     assert verdict(refused) == "unreachable" and secret not in describe(refused)
+
+
+def test_a_queue_that_hangs_is_answered_within_the_timeout(tmp_path: Path) -> None:
+    # A "Redis" that accepts connections and never answers: the SET waits for the client's
+    # 5 s socket timeout, /healthz does not.
+    silent = socket.create_server(("127.0.0.1", 0))
+    port = silent.getsockname()[1]
+    store = Store(f"sqlite:///{tmp_path / 'triage.db'}")
+    client = _app_client(
+        store, JobQueue(redis_huey(f"redis://127.0.0.1:{port}/0"), store), tmp_path
+    )
+    try:
+        started = time.monotonic()
+        first = client.get("/healthz")
+        took = time.monotonic() - started
+        assert first.status_code == 503 and HEALTH_TIMEOUT <= took < HEALTH_TIMEOUT + 1.5, took
+        assert first.json()["queue"] == f"timed out: no answer within {HEALTH_TIMEOUT:g}s"
+        assert first.json()["database"] == "ok"
+        # Still stuck: not started again (no pile of threads), and said at once.
+        started = time.monotonic()
+        again = client.get("/healthz").json()["queue"]
+        assert again.startswith("timed out: the previous check is still running"), again
+        assert time.monotonic() - started < 1
+    finally:
+        silent.close()
+        store.close()
