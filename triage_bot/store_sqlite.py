@@ -22,8 +22,8 @@ tests/hostile/test_health.py). So each connection here:
 What this does not cover, and why: a -shm truncated by something else while it is mapped
 (another opener that does not see this process's POSIX locks, e.g. over a network filesystem,
 or a person) still raises SIGBUS; nor does a copy-on-write filesystem (btrfs, ZFS), where a
-write to any mapped page may need a new block. Only leaving WAL for a rollback journal would
-(no mmap at all): measured, that took the webhook's p99 from 11 ms to 342 ms at 200
+write to any mapped page may need a new block. Only a rollback journal instead of WAL would
+(it maps nothing): measured, that took the webhook's p99 from 11 ms to 342 ms at 200
 deliveries/s (readers and the writer lock each other out), so the data directory must be on
 a local, non-COW filesystem (README). locking_mode=EXCLUSIVE would keep the wal-index in heap
 memory, but then `triage-bot rerun` or a second process could not open the database.
