@@ -71,6 +71,7 @@ from triage_bot.outage import OutagePolicy, outage_reason
 from triage_bot.queue_transport import make_huey
 from triage_bot.schema import now
 from triage_bot.store import Store
+from triage_bot.store_errors import describe, storage_failure
 from triage_bot.store_locks import under_job_lease
 
 log = logging.getLogger(__name__)
@@ -181,12 +182,19 @@ class JobQueue:
             job_id = self.enqueue(str(message.get("kind", "triage")), message)
             return
         owner = uuid.uuid4().hex
-        record = self.store.jobs.claim(job_id, owner, self.options.lease)
-        if record is None:
-            log.info("job %s is done, failed or running elsewhere: skipped", job_id)
-            return
-        with self._heartbeat(record, owner) as lease_lost:
-            self._attempt(record, owner, lease_lost)
+        try:
+            record = self.store.jobs.claim(job_id, owner, self.options.lease)
+            if record is None:
+                log.info("job %s is done, failed or running elsewhere: skipped", job_id)
+                return
+            with self._heartbeat(record, owner) as lease_lost:
+                self._attempt(record, owner, lease_lost)
+        except Exception as error:
+            if not storage_failure(error):
+                raise
+            # The ledger still has the job (queued, or running until its lease ends): the
+            # sweep pushes it again once the database or queue is back.
+            log.warning("job %s put off, storage unavailable: %s", job_id, describe(error))
 
     def _attempt(self, record: JobRecord, owner: str, lease_lost: threading.Event) -> None:
         payload = {**record.payload, "job_id": record.id, "kind": record.kind}
