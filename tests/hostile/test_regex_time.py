@@ -25,6 +25,7 @@ from helpers import ROOT, builtin, compiled, write_signature
 from triage_bot import catalog_check, repo_catalog
 from triage_bot.catalog_check import LINEAR_SIZES, costliest_probes, probe_costs
 from triage_bot.classify import JobClassifier
+from triage_bot.limits import MAX_EXAMPLES
 from triage_bot.regex_shapes import cpu_search
 from triage_bot.repo_files import RepoFile
 from triage_bot.report import build_report
@@ -148,11 +149,10 @@ PATTERN = "frob \\d+: sync"
     ("pattern", "refused"),
     [("(\\w+\\s?)+: sync", True), (PATTERN, False)],
 )
-def test_a_signature_with_2000_examples_is_checked_within_the_budget(
+def test_a_signature_with_the_most_examples_is_checked_within_the_budget(
     pattern: str, refused: bool
 ) -> None:
-    text = examples_file(pattern, 2000)
-    assert len(text.encode()) <= 64 * 1024
+    text = examples_file(pattern, MAX_EXAMPLES)
     files = [RepoFile(".github/triage-bot/patterns/widgets-many-examples.yml", "sha", text)]
     started = time.thread_time()
     loaded = repo_catalog.load_repo_signatures("octo-org/widgets", files)
@@ -165,14 +165,29 @@ def test_a_signature_with_2000_examples_is_checked_within_the_budget(
         assert any(why in " ".join(loaded.problems) for why in SLOW_PATTERN), loaded.problems
 
 
+def test_2000_examples_are_refused_before_any_search() -> None:
+    # 2,000 examples fit in 64 KiB; checking each would take minutes with a slow pattern.
+    text = examples_file("(\\w+\\s?)+: sync", 2000)
+    assert len(text.encode()) <= 64 * 1024
+    files = [RepoFile(".github/triage-bot/patterns/widgets-many-examples.yml", "sha", text)]
+    started = time.thread_time()
+    loaded = repo_catalog.load_repo_signatures("octo-org/widgets", files)
+    assert time.thread_time() - started < 1.0
+    assert loaded.signatures == ()
+    assert any("at most 50" in p for p in loaded.problems), loaded.problems
+
+
 def test_checks_past_the_repository_budget_refuse_the_signature(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # A budget the 2,000 examples cannot be checked in (the real one is 5 s for all files).
-    monkeypatch.setattr(repo_catalog, "REPO_CHECK_CPU_S", 0.02)
+    # A budget the examples of three full files cannot be checked in (the real one is 5 s
+    # for all files).
+    monkeypatch.setattr(repo_catalog, "REPO_CHECK_CPU_S", 0.002)
     files = [
         RepoFile(
-            f".github/triage-bot/patterns/f{n}.yml", "sha", examples_file(PATTERN, 2000, f"f{n}")
+            f".github/triage-bot/patterns/f{n}.yml",
+            "sha",
+            examples_file(PATTERN, MAX_EXAMPLES, f"f{n}"),
         )
         for n in range(3)
     ]
