@@ -19,7 +19,7 @@ from triage_bot import resources, sanitize
 from triage_bot.catalog import Signature
 from triage_bot.markdown_cut import cut_markdown
 from triage_bot.report import BaseRun, Group, Job, Report
-from triage_bot.template_budget import BudgetSandbox, render_bounded
+from triage_bot.template_budget import BudgetSandbox, compile_bounded, render_bounded
 
 COMMENT_MARKER = "<!-- triage-bot:sticky-comment -->"
 MAX_COMMENT_CHARS = 65_536
@@ -82,7 +82,7 @@ def _signature_env() -> BudgetSandbox:
 def render_signature_text(template: str, captures: dict[str, str]) -> str:
     """A signature's summary or fix with its captures, each inert wherever it lands; raises
     jinja2 errors on a bad template (TemplateBudgetError on one that runs away)."""
-    compiled = _signature_env().from_string(sanitize.strip_slot_marks(template))
+    compiled = compile_bounded(_signature_env(), sanitize.strip_slot_marks(template))
     return _render_markdown(lambda: render_bounded(compiled, captures))
 
 

@@ -23,8 +23,8 @@ from jinja2.compiler import CodeGenerator, Frame
 MAX_VALUE_CHARS = 100_000
 MAX_OUTPUT_CHARS = 200_000
 MAX_RANGE = 10_000
-MAX_STEPS = 200_000
-MAX_CPU_SECONDS = 0.5
+MAX_STEPS = 50_000
+MAX_CPU_SECONDS = 0.25
 MAX_INT_BITS = 4096
 
 # The str methods a template may call: none of them makes a string longer than its inputs
@@ -206,6 +206,10 @@ class BudgetSandbox(jinja2.sandbox.SandboxedEnvironment):
         *args: Any,
         **kwargs: Any,
     ) -> Any:
+        if isinstance(__obj, jinja2.Undefined):
+            __obj._fail_with_undefined_error()  # "'lipsum' is undefined", not a call refused
+        if __obj is _bounded_range:  # it says itself what is wrong with a range
+            return super().call(__context, __obj, *args, **kwargs)
         name = getattr(__obj, "__name__", "")
         subject = getattr(__obj, "__self__", None)
         allowed = (isinstance(subject, str) and name in _STR_METHODS) or (
@@ -245,6 +249,14 @@ class _Steps:
         return self.on_line
 
 
+def compile_bounded(environment: jinja2.Environment, source: str) -> jinja2.Template:
+    """The compiled template; one nested too deep for the parser is a TemplateBudgetError."""
+    try:
+        return environment.from_string(source)
+    except RecursionError as exc:
+        raise TemplateBudgetError("the template nests too deep") from exc
+
+
 def render_bounded(template: jinja2.Template, context: Mapping[str, Any]) -> str:
     """The template's output; TemplateBudgetError past any bound."""
     steps = _Steps()
@@ -254,6 +266,10 @@ def render_bounded(template: jinja2.Template, context: Mapping[str, Any]) -> str
         return _collect(template.generate(**context))
     except RecursionError as exc:
         raise TemplateBudgetError("the template recursed too deep") from exc
+    except (ArithmeticError, LookupError, TypeError, ValueError) as exc:
+        # What Python raises inside a template ({{ 1 | join }}, int('x')) is the template's
+        # fault: reported like a template error, not a crash of lint or of the comment.
+        raise jinja2.TemplateRuntimeError(f"{type(exc).__name__}: {exc}") from exc
     finally:
         sys.settrace(previous)
 
