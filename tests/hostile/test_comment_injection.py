@@ -9,6 +9,7 @@ from pathlib import Path
 
 import jinja2
 import pytest
+from fakegithub import FakeGitHub, NewJob
 from helpers import builtin, run_log
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -101,7 +102,7 @@ def _hostile_captures(signature: Signature, text: str) -> dict[str, str]:
         trial = {**captures, name: text}
         try:
             _render(signature, trial)
-        except (jinja2.UndefinedError, ValueError, TypeError):
+        except jinja2.TemplateError:
             continue
         captures = trial
     return captures
@@ -186,3 +187,30 @@ def test_a_checker_that_sees_the_old_escaping_as_live() -> None:
     assert sum("link to" in p for p in links) == 2 and any("url 'www" in p for p in links)
     assert any("reference" in p for p in markdown_problems("see org/repo#12 and GH-3"))
     assert any("sha" in p for p in markdown_problems("at 1f0e3c9a7b2d4e6"))
+
+
+def test_the_reproduction_through_serve_posts_an_inert_comment(
+    fake_github: FakeGitHub, tmp_path: Path
+) -> None:
+    """`triage-bot serve` against the fake GitHub: the posted comment, rendered, is inert."""
+    from test_e2e import Stack  # the e2e harness: real processes, a signed webhook
+
+    stack = Stack(fake_github, tmp_path, "embedded")
+    try:
+        stack.up()
+        state = stack.fake.state
+        pull = state.add_pull_request(stack.repo, author="alice", head_ref="hostile")
+        log = f"2026-10-21T09:12:33.1237662Z {REPRODUCTION}\n".encode()
+        jobs = [NewJob("test (@org/team, #12) <img src=x>", log=log)]
+        run = state.add_run(stack.repo, pull=pull, jobs=jobs)
+        assert stack.send(stack.webhook(run, pull)).status_code == 202
+        stack.wait(lambda: stack.triaged(run) and bool(stack.comments(pull)), "the comment")
+        [body] = stack.comments(pull)
+    finally:
+        stack.close()
+    assert "Python module not found" in body
+    html = markdown_problems(body, frozenset())
+    # Its only links are GitHub's own (the run, the job, the catalog's README).
+    links = [p for p in html if p.startswith("link to ")]
+    assert all("tracker.example.net" not in p for p in links), links
+    assert [p for p in html if not p.startswith("link to ")] == []
