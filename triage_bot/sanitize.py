@@ -177,8 +177,21 @@ def slot(index: int) -> str:
 
 _FENCE_OPEN = re.compile(r"^([ \t]*)(`{3,}|~{3,})(.*)$")
 _LIST_ITEM = re.compile(r"^([ \t]*)(?:[-*+]|\d{1,9}[.)])([ \t]+|$)")
-# A line that starts an HTML block (GitHub renders no markdown in it until a blank line).
-_HTML_BLOCK = re.compile(r"^ {0,3}<[A-Za-z/!?]")
+# A line that starts an HTML block, where GitHub renders no markdown (CommonMark's kinds 1
+# to 6, which may interrupt a paragraph; and 7, a lone tag on a line, which may not).
+_HTML_BLOCK_TAGS = (
+    "address|article|aside|base|basefont|blockquote|body|caption|center|col|colgroup|dd|"
+    "details|dialog|dir|div|dl|dt|fieldset|figcaption|figure|footer|form|frame|frameset|"
+    "h[1-6]|head|header|hr|html|iframe|legend|li|link|main|menu|menuitem|nav|noframes|ol|"
+    "optgroup|option|p|param|search|section|summary|table|tbody|td|tfoot|th|thead|title|tr|"
+    "track|ul"
+)
+_HTML_INTERRUPTS = re.compile(
+    r"^ {0,3}(?:<(?:script|pre|style|textarea)(?:\s|>|$)|<!--|<\?|<![A-Za-z]|<!\[CDATA\[|"
+    rf"</?(?:{_HTML_BLOCK_TAGS})(?:\s|/?>|$))",
+    re.IGNORECASE,
+)
+_HTML_LONE_TAG = re.compile(r"^ {0,3}</?[A-Za-z][A-Za-z0-9-]*(?:\s[^>]*)?/?>[ \t]*$")
 # What may open a block inside a line's start: list markers and block quotes.
 _CONTAINER_PREFIX = re.compile(r"[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+|>[ \t]?)*")
 _TABLE_DELIMITER_ROW = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
@@ -197,7 +210,10 @@ def fill_slots(markdown: str, values: Sequence[str]) -> str:
         list_column = _list_column(line, list_column, bool(paragraph))
         fence = None if _starts_html_block(paragraph) else _fence_open(line, list_column)
         if fence is None:
-            if line.strip():
+            if _HTML_INTERRUPTS.match(line) and not _starts_html_block(paragraph):
+                out.extend(_fill_paragraph(paragraph, values))  # an HTML block begins here
+                paragraph = [line]
+            elif line.strip():
                 paragraph.append(line)
             else:
                 out.extend(_fill_paragraph(paragraph, values))
@@ -229,7 +245,9 @@ def _list_column(line: str, column: int, in_paragraph: bool) -> int:
 
 
 def _starts_html_block(paragraph: list[str]) -> bool:
-    return bool(paragraph) and bool(_HTML_BLOCK.match(paragraph[0]))
+    return bool(paragraph) and bool(
+        _HTML_INTERRUPTS.match(paragraph[0]) or _HTML_LONE_TAG.match(paragraph[0])
+    )
 
 
 def _fence_open(line: str, list_column: int) -> str | None:
