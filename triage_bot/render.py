@@ -1,8 +1,10 @@
 """Report -> the pull request comment (markdown), the terminal view (text), within GitHub's cap.
 
 Templates live in templates/. Signature summaries and fixes are templates too, written by
-contributors: they run sandboxed with StrictUndefined, and every capture they print is escaped
-unless a filter (`code`, `verbatim`) says how it is shown.
+contributors: they run in a sandbox with a budget (template_budget.py) and StrictUndefined.
+Every value any markdown template prints (captures, log lines, job names) becomes a slot while
+it renders, and sanitize.fill_slots writes it in the form that is inert where it landed; only
+Safe markdown (a signature's rendered text, GitHub's URLs) is printed as it is.
 """
 
 from __future__ import annotations
