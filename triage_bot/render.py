@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 import jinja2
@@ -81,10 +81,16 @@ def _signature_env() -> BudgetSandbox:
     return env
 
 
+@lru_cache(maxsize=1024)
+def _compiled_signature_text(template: str) -> jinja2.Template:
+    # One comment renders each signature's texts once per detail level tried: compile once.
+    return compile_bounded(_signature_env(), sanitize.strip_slot_marks(template))
+
+
 def render_signature_text(template: str, captures: dict[str, str]) -> str:
     """A signature's summary or fix with its captures, each inert wherever it lands; raises
     jinja2 errors on a bad template (TemplateBudgetError on one that runs away)."""
-    compiled = compile_bounded(_signature_env(), sanitize.strip_slot_marks(template))
+    compiled = _compiled_signature_text(template)
     return _render_markdown(lambda: render_bounded(compiled, captures))
 
 

@@ -3,8 +3,10 @@ show an image or raw HTML, wherever a template puts it (issue #8)."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from html import unescape
 from pathlib import Path
 
 import jinja2
@@ -14,10 +16,11 @@ from helpers import builtin, run_log
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hostile.inert import links_in, markdown_problems
+from hostile.inert import github_markdown, links_in, markdown_problems
 from triage_bot.catalog import Signature
 from triage_bot.render import render_comment, render_signature_text
 from triage_bot.report import BaseRun, Job, build_report
+from triage_bot.sanitize import WORD_JOINER
 
 # The line from the issue.
 REPRODUCTION = (
@@ -109,7 +112,7 @@ def _hostile_captures(signature: Signature, text: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("signature", _signatures(), ids=lambda s: s.id)
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=hostile_text)
 def test_every_signature_keeps_hostile_captures_inert(signature: Signature, text: str) -> None:
     benign = _render(signature, _captures(signature))
@@ -151,7 +154,7 @@ _COMMENT_LINKS = frozenset(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=hostile_text)
 def test_the_whole_comment_keeps_hostile_log_text_inert(text: str) -> None:
     benign = _hostile_report(BENIGN)
@@ -214,3 +217,21 @@ def test_the_reproduction_through_serve_posts_an_inert_comment(
     links = [p for p in html if p.startswith("link to ")]
     assert all("tracker.example.net" not in p for p in links), links
     assert [p for p in html if not p.startswith("link to ")] == []
+
+
+ORDINARY = [
+    "tests/test_api.py::test_get_user[py3.11]",
+    "src/app/__init__.py:12: error: Name 'x' is not defined  [name-defined]",
+    "C:\\a\\build\\geo.vcxproj",
+    "a && b || c > d",
+    "unit-tests (ubuntu-latest, 3.11)",
+]
+
+
+@pytest.mark.parametrize("text", ORDINARY)
+def test_ordinary_text_reads_as_it_was(text: str) -> None:
+    """Escaping shows nothing: the rendered text is the text, in prose and in code alike."""
+    template = "Failed: {{ t }}. Run `pytest {{ t }}`.\n\n```sh\n{{ t }}\n```"
+    html = github_markdown().render(render_signature_text(template, {"t": text}))
+    shown = unescape(re.sub(r"<[^>]+>", "", html)).replace(WORD_JOINER, "")
+    assert shown.strip() == f"Failed: {text}. Run pytest {text}.\n{text}"
