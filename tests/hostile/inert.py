@@ -134,3 +134,10 @@ def links_in(markdown: str) -> frozenset[str]:
     reader = _Reader()
     reader.feed(github_markdown().render(markdown))
     return frozenset(attrs.get("href", "") for tag, attrs in reader.elements if tag == "a")
+
+
+def elements_in(markdown: str) -> list[str]:
+    """The elements of the rendered markdown, in order: its structure, without the text."""
+    reader = _Reader()
+    reader.feed(github_markdown().render(markdown))
+    return [tag for tag, _attrs in reader.elements]

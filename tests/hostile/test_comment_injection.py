@@ -16,7 +16,7 @@ from helpers import builtin, run_log
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hostile.inert import github_markdown, links_in, markdown_problems
+from hostile.inert import elements_in, github_markdown, links_in, markdown_problems
 from triage_bot.catalog import Signature
 from triage_bot.render import render_comment, render_signature_text
 from triage_bot.report import BaseRun, Job, build_report
@@ -120,6 +120,64 @@ def test_every_signature_keeps_hostile_captures_inert(signature: Signature, text
     template_own = set(markdown_problems(benign, links_in(benign)))
     problems = set(markdown_problems(hostile, links_in(benign))) - template_own
     assert not problems, hostile
+
+
+# A template that puts a capture in every place markdown has: prose, emphasis, a heading,
+# link text, a list, a quote, a table (cells and code in cells), code spans it wrote with one
+# and with two backticks, one across a line break, fences (backticks, tildes, in a list item,
+# the info string), an HTML block, an inline tag, a line's start.
+EVERY_PLACE = """\
+## {{ v }} heading {{ v }}
+
+{{ v }}{{ v }} prose *{{ v }}* **{{ v }}** [{{ v }}](https://example.com/docs)
+E{{ v }}#{{ v }}@{{ v }}
+
+- {{ v }}
+- item `{{ v }}` and ``{{ v }}`` and `x {{ v }}
+{{ v }} y`
+  1. {{ v }}
+
+> {{ v }} quoted `{{ v }}`
+
+| a | b |
+|---|---|
+| {{ v }} | `{{ v }}` |
+
+```{{ v }}
+{{ v }}
+```
+
+~~~
+{{ v }}
+~~~
+
+- step:
+
+    ```sh
+    run {{ v }}
+    ```
+
+<details><summary>{{ v }}</summary>
+
+{{ v }}
+
+</details>
+
+<sub>{{ v }} `{{ v }}`</sub>
+{{ v }}
+"""
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=hostile_text)
+def test_a_capture_is_inert_in_every_place_markdown_has(text: str) -> None:
+    benign = render_signature_text(EVERY_PLACE, {"v": BENIGN})
+    hostile = render_signature_text(EVERY_PLACE, {"v": text})
+    assert not markdown_problems(hostile, links_in(benign)), hostile
+    # Nor does it add, end or open any element (a heading, a list, a code span's end); with
+    # a letter either side, so that an empty value cannot leave `**` empty.
+    wrapped = render_signature_text(EVERY_PLACE, {"v": f"a{text}z"})
+    assert elements_in(wrapped) == elements_in(benign), wrapped
 
 
 def _hostile_report(text: str) -> str:
