@@ -125,7 +125,7 @@ def _template_problem(signature: Signature, field: str) -> str | None:
     where = f"{signature.path}:{signature_line(signature, [field]) or 1}: {field}"
     try:
         tree = jinja2.Environment().parse(getattr(signature, field))
-    except jinja2.TemplateSyntaxError as exc:
+    except (jinja2.TemplateSyntaxError, RecursionError) as exc:  # RecursionError: nested too deep
         return f"{where} does not parse: {exc}"
     names = 0
     for node in tree.find_all(nodes.Node):
