@@ -147,6 +147,26 @@ def test_window_source_line_is_no_expectation_and_no_log_line(tmp_path: Path) ->
     assert [e.kind for found in expectations.values() for e in found] == ["match"]
 
 
+@pytest.mark.parametrize(
+    ("fix", "refused"),
+    [
+        ("See https://widgets.example.org/why/{{ reason }} for more.", True),
+        ("See www.widgets.example.org/{{ reason | code }}.", True),
+        ("See https://widgets.example.org/why/ for {{ reason | code }}.", False),
+        ("Run `curl https://widgets.example.org/{{ reason }}`.", False),
+        ("```sh\n      curl https://widgets.example.org/{{ reason }}\n      ```", False),
+    ],
+)
+def test_lint_refuses_a_url_built_from_a_capture_outside_code(
+    tmp_path: Path, fix: str, refused: bool
+) -> None:
+    old_fix = "The widget broke because {{ reason }}. Rebuild it with `make widget`."
+    body = GOOD.replace(old_fix, fix)
+    make(tmp_path, body)
+    _, problems = catalog_check.lint([tmp_path])
+    assert any("URL from a capture" in p.message for p in problems) == refused, problems
+
+
 def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     make(tmp_path)
     assert main(["catalog", "lint", str(tmp_path)]) == 0

@@ -176,9 +176,30 @@ def lint_rules(signature: Signature, *, check_cost: bool = True) -> list[Problem
                     )
                 )
     problems.extend(_prefilter_problems(signature))
+    problems.extend(_captures_in_urls(signature))
     if check_cost:
         problems.extend(_backtracking(signature))
     return problems
+
+
+# A URL in a template's prose that goes on into a `{{ ... }}`: GitHub would link to wherever
+# the log text points, and no escaping of the value keeps a link target inert. In code (fenced
+# blocks, inline spans) nothing is linked.
+_CAPTURE_IN_URL = regex.compile(r"(?:https?://|www\.)[^\s<>()\[\]`{]*\{\{")
+_CODE = regex.compile(r"^ *(`{3,}|~{3,})[^\n]*\n.*?^ *\1 *$|`[^`\n]*`", regex.S | regex.M)
+
+
+def _captures_in_urls(signature: Signature) -> list[Problem]:
+    return [
+        Problem(
+            signature.path,
+            signature_line(signature, [field]),
+            f"{field} builds a URL from a capture",
+            "name the page instead (the site's index and the code in a code span)",
+        )
+        for field in ("summary", "fix")
+        if _CAPTURE_IN_URL.search(_CODE.sub("", getattr(signature, field)))
+    ]
 
 
 def _prefilter_problems(signature: Signature) -> list[Problem]:
