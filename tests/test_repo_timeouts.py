@@ -24,8 +24,9 @@ from triage_bot.catalog import Catalog, load_signature_text
 from triage_bot.classify import MAX_PATTERN_TIMEOUTS, CompiledCatalog, classify
 from triage_bot.repo_catalog import builtin_catalog
 
-# `(?:x|xx)+y$` backtracks exponentially on a long run of x without the y; `catalog lint`'s
-# probe pumps other characters, so it lets this one through (its examples are fine).
+# `(?:x|xx)+y$` backtracks exponentially on a long run of x without the y. The checks a
+# repository's signature goes through refuse it now; the bound at run time is the second line
+# of defence, tested on a catalog built without those checks.
 SLOW = (
     OWN_SIGNATURE_TEXT.replace("(?P<name>\\\\w+) is out of sync", "(?P<name>(?:x|xx)+)y$")
     .replace("frobnicator alpha is out of sync", "frobnicator xxxy")
@@ -42,30 +43,22 @@ def world(fake_github: FakeGitHub, tmp_path: Path) -> Iterator[World]:
     built.store.close()
 
 
-def test_a_slow_repository_pattern_times_out_and_the_footer_names_it_once(world: World) -> None:
+def test_a_slow_repository_pattern_is_refused_and_the_footer_names_it(world: World) -> None:
     world.add_file(WIDGETS, OWN_SIGNATURE, SLOW)
     hostile = FROB_LOG.replace(b"\n", b"\n" + HOSTILE * 5, 1)  # 5 lines; 60 x: hours each
     logs = {
         "hostile": hostile,
-        "hostile-too": HOSTILE,
-        "fine": MATCHING,  # the same signature in another job still matches
+        "fine": MATCHING,  # refused: not even its matching line is claimed by it
         MODULE_NOT_FOUND: example_log(MODULE_NOT_FOUND),  # and the built-in ones run
     }
     result = world.triage(WIDGETS, world.failed_run(WIDGETS, logs))
     [body] = world.comments(WIDGETS)
     causes = {job["name"]: job["root_cause"] for job in result["jobs"]}
-    assert causes["fine"]["signature"] == "widgets-frob-out-of-sync"
-    # Skipped for the rest of "hostile" after 3 timeouts: its real FROB-SYNC line too.
-    for name in ("hostile", "hostile-too"):
+    for name in ("hostile", "fine"):
         assert (causes[name] or {}).get("signature") != "widgets-frob-out-of-sync"
     assert causes[MODULE_NOT_FOUND]["signature"] == "python-module-not-found"
     footer = body.split("Problems with this repository's triage-bot files", 1)[1]
-    assert body.count("took over 0.1 s") == 1
-    assert (
-        f"`{OWN_SIGNATURE}:6`: the pattern of 'widgets-frob-out-of-sync' took over 0.1 s on "
-        "line 2 of job 'hostile' and 3 more line(s), taken as no match there (then skipped for "
-        "the rest of the job)"
-    ) in footer
+    assert f"`{OWN_SIGNATURE}:6`: pattern backtracks catastrophically" in footer
 
 
 def test_only_repository_signatures_are_bounded() -> None:

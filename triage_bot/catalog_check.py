@@ -10,23 +10,57 @@ from __future__ import annotations
 
 import re
 import shlex
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
+import regex
 
 from triage_bot import resources
 from triage_bot.catalog import Catalog, Problem, Signature, load_catalog, signature_line
 from triage_bot.classify import CompiledCatalog, classify
 from triage_bot.limits import MAX_WINDOW_BYTES
+from triage_bot.regex_shapes import cpu_search, repeated_units, sample_match
 from triage_bot.render import render_signature_text
 
-# Long enough to make an exponential pattern blow up, short enough that a sane one takes
-# microseconds; the timeout is far above what a sane pattern needs even on a loaded machine.
-_PUMP = 4000
+# Every pattern must match in linear time: its CPU time on an adversarial line (a long run of
+# what it repeats) is measured at two lengths. Linear growth is 8x for 8x the text, a
+# quadratic one 64x; the factor allowed leaves room for noise on a shared machine. Below the
+# floor a ratio of two timings says little. The absolute bound is per 64 KiB, the longest
+# text the classifier hands a pattern (classify.MAX_REGEX_CHARS). The `regex` engine spends
+# 100-300 ns per position where no literal leads the search (a lazy step, an alternation
+# tried at each character), so a linear pattern costs up to ~12 ms per 64 KiB of adversarial
+# run; 20 ms leaves the margin a shared CI machine needs (bench/regex_worst.py).
+LINEAR_SIZES = (8 * 1024, 64 * 1024)
+MAX_CPU_PER_64K_S = 0.020
+MAX_GROWTH = 20.0
+_NOISE_FLOOR_S = 0.001
+# The bound is for the machine these figures were taken on; a slower (or busier: CPU time
+# grows too when caches are shared) machine gets a larger one, in proportion to its time on
+# a fixed linear search that no literal speeds up, measured in the same run.
+_REFERENCE_PATTERN = regex.compile(r"[a-z]+\d")
+_REFERENCE_TEXT = "a " * 32768
+_REFERENCE_CPU_S = 0.0026
+# Every probe is screened on a line this long; the costliest few are measured at both sizes.
+_SCREEN_SIZE = 2 * 1024
+_CONFIRMED = 6
+# No single search of the check may take more (an exponential pattern would take hours).
 BACKTRACK_TIMEOUT_S = 0.5
-_PUMP_CHARS = "a A0 .-_/:'\"\t\\(["
+# Where runs are put inside example lines: after these, in the first few examples.
+_DELIMITERS = frozenset(" :/`'\"([{=,;@")
+_CUT_EXAMPLES = 2
+_MAX_EXAMPLE = 1024
+_CUTS_PER_EXAMPLE = 8
+# A character that no pattern expects, so an anchored match fails at the end of the run.
+_FAIL = "\u2603"
+_LINEAR_HINT = (
+    "start with a literal rather than a class (\\S+, .*, [^:]+ are tried from every position "
+    "of a long line); no nested quantifiers like (a+)+, no two neighbouring quantified parts "
+    "that take the same characters (\\s*.*, [^:]+\\S+); use [^x]* up to a delimiter"
+)
+_BUDGET_HINT = "fewer or shorter examples, and a pattern anchored on literals"
 
 
 def catalog_for(paths: Sequence[Path]) -> Catalog:
@@ -100,8 +134,9 @@ def lint_signature(signature: Signature) -> list[Problem]:
     return problems
 
 
-def lint_rules(signature: Signature) -> list[Problem]:
-    """What lint checks of the signature itself (its `.log` window aside)."""
+def lint_rules(signature: Signature, *, check_cost: bool = True) -> list[Problem]:
+    """What lint checks of the signature itself (its `.log` window aside). `check_cost`:
+    False where cost_problems was run first (a repository's signature)."""
     problems: list[Problem] = []
     path = signature.path
     for index, example in enumerate(signature.match_examples):
@@ -141,7 +176,8 @@ def lint_rules(signature: Signature) -> list[Problem]:
                     )
                 )
     problems.extend(_prefilter_problems(signature))
-    problems.extend(_backtracking(signature))
+    if check_cost:
+        problems.extend(_backtracking(signature))
     return problems
 
 
@@ -184,38 +220,165 @@ def _prefilter_problems(signature: Signature) -> list[Problem]:
     return problems
 
 
-def adversarial_inputs(signature: Signature) -> list[str]:
+@dataclass(frozen=True)
+class Probe:
+    """An adversarial line: `prefix`, then `unit` repeated to a given length, then `tail`."""
+
+    prefix: str
+    unit: str
+    tail: str
+
+    def text(self, size: int) -> str:
+        return self.prefix + self.unit * (size // len(self.unit)) + self.tail
+
+    def describe(self, size: int) -> str:
+        return f"{self.prefix[-30:]!r} + {self.unit!r} x {size // len(self.unit)} + {self.tail!r}"
+
+
+def adversarial_probes(signature: Signature) -> list[Probe]:
+    """Runs of what the pattern repeats, after the keyword, before it, and inside example
+    lines where a quantified part is likely to be (after each delimiter). Their number does
+    not grow with the examples: only the first few are cut."""
     keyword = signature.triggers[0]
-    inputs = [keyword + " " + char * _PUMP + "\u2603" for char in _PUMP_CHARS]
-    inputs += [keyword + " " + (char + " ") * (_PUMP // 2) for char in "a0-."]
-    for example in signature.match_examples:
-        line = example.line
-        # Pump each kind of character where a quantifier in the pattern is likely to be:
-        # at the end of a matching line and at a few cut points inside it.
-        for cut in (len(line), len(line) // 2, len(line) * 3 // 4):
-            inputs += [line[:cut] + char * _PUMP + "\u2603" for char in _PUMP_CHARS]
-        inputs.append((line + " ") * 40)
-        inputs.append(line[: len(line) // 2] * 80)
-        inputs.append(line.replace(" ", " " * 400))
-        inputs.append(line[:-1] + "\u2603" * 200)
-    return inputs
+    # The keyword itself, over and over: every occurrence is where a search may start.
+    units = [*repeated_units(signature.pattern.pattern), keyword, keyword + " "]
+    prefixes = ["", keyword, keyword + " "]
+    # Short examples only: a probe's length is its run's, whatever a repository's file holds.
+    examples = [e.line for e in signature.match_examples if len(e.line) <= _MAX_EXAMPLE]
+    for line in examples[:_CUT_EXAMPLES]:
+        prefixes += _cuts(line)
+    probes = [Probe(prefix, unit, _FAIL) for prefix in dict.fromkeys(prefixes) for unit in units]
+    # A whole match after the run: `regex` gives up at once on a line that lacks a literal
+    # the pattern needs, so the run must be followed by everything the pattern asks for.
+    whole = examples[0] if examples else sample_match(signature.pattern.pattern)
+    probes += [
+        Probe(prefix, unit, _FAIL + " " + whole) for prefix in prefixes[:3] for unit in units
+    ]
+    probes += [Probe("", unit, " " + keyword) for unit in units]
+    return probes
 
 
-def _backtracking(signature: Signature) -> list[Problem]:
-    for text in adversarial_inputs(signature):
-        try:
-            signature.pattern.search(text, timeout=BACKTRACK_TIMEOUT_S)
-        except TimeoutError:
-            return [
-                Problem(
-                    signature.path,
-                    signature_line(signature, ["pattern"]),
-                    f"pattern backtracks catastrophically (over {BACKTRACK_TIMEOUT_S}s on "
-                    f"a {len(text)}-character line starting {text[:40]!r})",
-                    "avoid nested quantifiers like (a+)+ and overlapping alternatives; "
-                    "anchor on literals and use [^x]* instead of .*",
-                )
-            ]
+def _cuts(line: str) -> list[str]:
+    """Heads of `line` that end after a delimiter (or at its end), a few spread along it."""
+    ends = [i + 1 for i, char in enumerate(line) if char in _DELIMITERS] + [len(line)]
+    step = max(1, len(ends) // _CUTS_PER_EXAMPLE)
+    return [line[:end] for end in ends[::step][-_CUTS_PER_EXAMPLE:]]
+
+
+def adversarial_inputs(signature: Signature, size: int = LINEAR_SIZES[1]) -> list[str]:
+    """The adversarial lines of `adversarial_probes`, each run `size` characters long."""
+    return [probe.text(size) for probe in adversarial_probes(signature)]
+
+
+def _cpu_cost(pattern: regex.Pattern[str], text: str, limit_s: float) -> float:
+    start = time.thread_time()
+    cpu_search(pattern, text, limit_s)
+    return time.thread_time() - start
+
+
+def costliest_probes(signature: Signature, cpu_deadline: float | None = None) -> list[Probe]:
+    """The probes that cost the pattern most on a short line, costliest first."""
+    probes = adversarial_probes(signature)
+    screened = [
+        (_cpu_cost(signature.pattern, probe.text(_SCREEN_SIZE), _limit(cpu_deadline)), index)
+        for index, probe in enumerate(probes)
+    ]
+    return [probes[index] for _cost, index in sorted(screened, reverse=True)[:_CONFIRMED]]
+
+
+def probe_costs(
+    signature: Signature, probe: Probe, cpu_deadline: float | None = None
+) -> tuple[float, float]:
+    """The pattern's CPU time on the probe at both LINEAR_SIZES (the best of two runs)."""
+    small, large = (
+        min(_cpu_cost(signature.pattern, probe.text(size), _limit(cpu_deadline)) for _ in "12")
+        for size in LINEAR_SIZES
+    )
+    return small, large
+
+
+def linearity_problems(signature: Signature, cpu_deadline: float | None = None) -> list[Problem]:
+    """Refuses a pattern whose CPU time on an adversarial line grows faster than the line
+    (compared at two lengths) or exceeds MAX_CPU_PER_64K_S on a 64 KiB one. Every probe is
+    screened on a short line; the costliest are measured at both lengths. `cpu_deadline`
+    (a time.thread_time() value) bounds the whole check: past it, the signature is refused."""
+    where = signature_line(signature, ["pattern"])
+    try:
+        for probe in costliest_probes(signature, cpu_deadline):
+            found = _verdict(probe, *probe_costs(signature, probe, cpu_deadline))
+            if found:
+                return [Problem(signature.path, where, found, _LINEAR_HINT)]
+    except TimeoutError:
+        if cpu_deadline is not None and time.thread_time() >= cpu_deadline:
+            return [Problem(signature.path, where, "checks took too long", _BUDGET_HINT)]
+        return [
+            Problem(
+                signature.path,
+                where,
+                f"pattern backtracks catastrophically (over {BACKTRACK_TIMEOUT_S} s of CPU "
+                "on an adversarial line)",
+                _LINEAR_HINT,
+            )
+        ]
+    return []
+
+
+def _limit(cpu_deadline: float | None) -> float:
+    if cpu_deadline is None:
+        return BACKTRACK_TIMEOUT_S
+    # Out of budget is a timeout too: the caller tells the two apart by the deadline.
+    return max(1e-6, min(BACKTRACK_TIMEOUT_S, cpu_deadline - time.thread_time()))
+
+
+def machine_slowness() -> float:
+    """This machine's time now on a fixed linear search, relative to the one the bound was
+    set on (at least 1)."""
+    costs = [_cpu_cost(_REFERENCE_PATTERN, _REFERENCE_TEXT, BACKTRACK_TIMEOUT_S) for _ in "123"]
+    return max(1.0, min(costs) / _REFERENCE_CPU_S)
+
+
+def _verdict(probe: Probe, small_cost: float, large_cost: float) -> str | None:
+    """Why these costs show the pattern superlinear or too slow, or None."""
+    small, large = LINEAR_SIZES
+    growth = large_cost / max(small_cost, 1e-9)
+    line = probe.describe(large)
+    per_64k = large_cost * 65536 / large
+    # Measured only when needed, right after the pattern's own time (the same conditions).
+    allowed = MAX_CPU_PER_64K_S
+    if per_64k > allowed:
+        allowed *= machine_slowness()
+    if per_64k > allowed:
+        return (
+            f"pattern is too slow: {large_cost * 1000:.1f} ms of CPU on the line {line} "
+            f"(at most {allowed * 1000:.0f} ms per 64 KiB here)"
+        )
+    if large_cost > _NOISE_FLOOR_S and growth > MAX_GROWTH:
+        return (
+            f"pattern's time grows faster than the line: {small_cost * 1000:.2f} ms of CPU "
+            f"at {small} characters, {large_cost * 1000:.2f} ms at {large} ({growth:.0f}x for "
+            f"{large // small}x the text) on {line}"
+        )
+    return None
+
+
+def _backtracking(signature: Signature, cpu_deadline: float | None = None) -> list[Problem]:
+    return linearity_problems(signature, cpu_deadline)
+
+
+def cost_problems(signature: Signature, cpu_deadline: float) -> list[Problem]:
+    """The checks of an untrusted signature's cost, within `cpu_deadline` (a
+    time.thread_time() value): the linearity check, then a bounded search of every example,
+    which the other checks then search unbounded."""
+    problems = linearity_problems(signature, cpu_deadline)
+    if problems:
+        return problems
+    lines = [e.line for e in signature.match_examples] + list(signature.no_match_examples)
+    try:
+        for line in lines:
+            cpu_search(signature.pattern, line, _limit(cpu_deadline))
+    except TimeoutError:
+        where = signature_line(signature, ["tests"])
+        return [Problem(signature.path, where, "checks took too long", _BUDGET_HINT)]
     return []
 
 

@@ -10,6 +10,7 @@ here knows about GitHub: this is a pure function of the bytes and the catalog.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 
 import regex
@@ -21,6 +22,7 @@ from triage_bot.classify_results import (
     JobResult,
     Match,
     PatternTimeout,
+    TimeCut,
     group_key,
 )
 from triage_bot.engine import (
@@ -31,6 +33,7 @@ from triage_bot.engine import (
 )
 from triage_bot.log_tail import TailGate
 from triage_bot.log_windows import LineCounter, clip, lines_after, lines_ending_at
+from triage_bot.regex_shapes import cpu_search
 
 MAX_DISTINCT_MATCHES = 100
 MAX_VARIANTS = 50
@@ -39,11 +42,25 @@ MAX_LINE_BYTES = 64 * 1024
 MIN_BLOCK_BYTES = 512 * 1024
 FALLBACK_LINES = 6
 # A repository's signature is an untrusted regex run on a shared worker: each search may take
-# this long (a timeout is no match on that line), and after this many timeouts in one job the
-# signature is skipped for the rest of it. Built-in ones run unbounded: they are linted in CI,
-# and the argument costs time in the hot loop.
+# this much CPU time of the worker's thread (a timeout is no match on that line), and after
+# this many timeouts in one job the signature is skipped for the rest of it. CPU time, not
+# wall time, so that a loaded machine or busy sibling threads do not drop a fast pattern.
+# Built-in ones run unbounded: `catalog lint` keeps them linear, and the argument costs
+# time in the hot loop.
 REPO_PATTERN_TIMEOUT_S = 0.1
 MAX_PATTERN_TIMEOUTS = 3
+# A pattern sees at most this many characters of a line: the first and the last half of a
+# longer one, searched apart. Failures are told at a line's start (a compiler's message) or
+# at its end (a progress line overwritten by `\r`, then the error); the middle of a giant
+# line is minified code or data. `catalog lint` bounds every pattern's time per 64 KiB.
+MAX_REGEX_CHARS = 64 * 1024
+# One job's classification may use this much CPU time; past it the rest of the log is not
+# read and the report says so (JobResult.time_cut). Lint keeps each pattern linear, but a
+# log of long lines full of keywords still costs each candidate signature per line.
+MAX_JOB_CPU_S = 60.0
+# The budget is looked at every this many candidate lines (each costs a few patterns at most
+# a few ms, so the overshoot is small).
+_CPU_CHECK_LINES = 32
 
 # Enough for 40 lines of context or 200 fallback lines of ordinary length.
 _RECENT_BYTES = 64 * 1024
@@ -138,6 +155,7 @@ class JobClassifier:
         max_bytes: int | None = None,
         log_size: int | None = None,
         keep_winners: bool = False,
+        max_cpu_s: float = MAX_JOB_CPU_S,
     ) -> None:
         self._catalog = catalog
         self._name = name
@@ -160,6 +178,13 @@ class JobClassifier:
         self._winners: list[tuple[int, str, dict[str, str]]] = []
         self._in_long_line = False
         self._timeouts: dict[str, PatternTimeout] = {}
+        # CPU time spent classifying (summed per block: the feeding thread may change).
+        self._max_cpu_s = max_cpu_s
+        self._cpu_used = 0.0
+        self._block_started = 0.0
+        self._time_cut: TimeCut | None = None
+        # The first line is checked (a budget already spent stops at once), then every Nth.
+        self._unchecked_lines = _CPU_CHECK_LINES - 1
 
     def expect_size(self, log_size: int) -> None:
         """The log's size, learnt before its first byte (a download's Content-Length)."""
@@ -167,14 +192,17 @@ class JobClassifier:
             self.tail.expect_size(log_size)
 
     def feed(self, chunk: bytes) -> bool:
-        """Take the next chunk; always True (more is welcome)."""
+        """Take the next chunk; False once the CPU budget is spent and the rest is unwanted
+        (a byte cap never stops the reading: the lines before the kept tail are counted)."""
+        if self._time_cut is not None:
+            return False
         if self.tail is not None:
             chunk = self.tail.take(chunk)
             if not chunk:
                 return True
             self._begin_tail()
         self._take(chunk)
-        return True
+        return self._time_cut is None
 
     def _begin_tail(self) -> None:
         # The first bytes of the tail: the lines and step marks before it were counted.
@@ -207,11 +235,11 @@ class JobClassifier:
         self._process(block)
 
     def finish(self) -> JobResult:
-        if self.tail is not None:
+        if self.tail is not None and self._time_cut is None:
             held = self.tail.drain()
             self._begin_tail()
             self._take(held)
-        if self._carry:
+        if self._carry and self._time_cut is None:
             rest = bytes(self._carry)
             self._process(rest if rest.endswith(b"\n") else rest + b"\n")
             self._carry = bytearray()
@@ -233,6 +261,7 @@ class JobClassifier:
             winners=self._winners,
             groups=self._groups,
             timeouts=list(self._timeouts.values()),
+            time_cut=self._time_cut,
         )
 
     def _flush_long_line(self) -> None:
@@ -246,6 +275,26 @@ class JobClassifier:
         self._in_long_line = True
 
     def _process(self, block: bytes) -> None:
+        self._block_started = time.thread_time()
+        try:
+            self._process_block(block)
+        finally:
+            self._cpu_used += time.thread_time() - self._block_started
+
+    def _out_of_time(self, start: int, counter: LineCounter) -> bool:
+        """Whether the job's CPU budget is spent; if so, where classification stopped.
+        Asked every _CPU_CHECK_LINES lines: reading the clock costs a system call (~1 us)."""
+        self._unchecked_lines += 1
+        if self._unchecked_lines < _CPU_CHECK_LINES:
+            return False
+        self._unchecked_lines = 0
+        if self._cpu_used + time.thread_time() - self._block_started < self._max_cpu_s:
+            return False
+        line = self._lines_done + counter.newlines_before(start) + 1
+        self._time_cut = TimeCut(line=line, cpu_s=self._max_cpu_s)
+        return True
+
+    def _process_block(self, block: bytes) -> None:
         if self._in_long_line:
             # The rest of an overlong line: skip to its end.
             end = block.find(b"\n") + 1
@@ -268,6 +317,8 @@ class JobClassifier:
                     known.add(index)
         counter = LineCounter(block)
         for start in sorted(seen):
+            if self._out_of_time(start, counter):
+                break
             end = block.find(b"\n", start)
             self._examine_line(block, start, len(block) if end < 0 else end, counter, seen[start])
         self._lines_done += counter.newlines_before(len(block))
@@ -341,10 +392,14 @@ class JobClassifier:
             return False
         if signature.any_keywords and not any(k in text for k in signature.any_keywords):
             return False
-        if signature.id in self._catalog.untrusted:
-            found = self._bounded_search(signature, text, number)
-        else:
-            found = signature.pattern.search(text)
+        found = None
+        for piece in _regex_pieces(text):
+            if signature.id in self._catalog.untrusted:
+                found = self._bounded_search(signature, piece, number)
+            else:
+                found = signature.pattern.search(piece)
+            if found is not None:
+                break
         if found is None:
             return False
         captures = {k: v for k, v in found.groupdict().items() if v is not None}
@@ -380,7 +435,7 @@ class JobClassifier:
         if known is not None and known.count >= MAX_PATTERN_TIMEOUTS:
             return None  # given up on for the rest of this job
         try:
-            return signature.pattern.search(text, timeout=REPO_PATTERN_TIMEOUT_S)
+            return cpu_search(signature.pattern, text, REPO_PATTERN_TIMEOUT_S)
         except TimeoutError:
             if known is None:
                 self._timeouts[signature.id] = PatternTimeout(signature, number)
@@ -423,6 +478,14 @@ class JobClassifier:
                 scored.append((score, candidate.line, text))
         best = sorted(set(scored), key=lambda item: (-item[0], -item[1]))[:FALLBACK_LINES]
         return [FallbackLine(number, text) for _score, number, text in sorted(best, key=_by_line)]
+
+
+def _regex_pieces(text: str) -> list[str]:
+    """The text a pattern searches: the line, or the two ends of a line over MAX_REGEX_CHARS."""
+    if len(text) <= MAX_REGEX_CHARS:
+        return [text]
+    half = MAX_REGEX_CHARS // 2
+    return [text[:half], text[-half:]]
 
 
 def _add_variants(match: Match, captures: dict[str, str]) -> None:

@@ -1,5 +1,6 @@
 """What the classifier finds in one job's log: its matches (the root cause first), its
-best-guess error lines, and what a repository's signatures ran out of time on."""
+best-guess error lines, what a repository's signatures ran out of time on, and where the
+job's own time ran out."""
 
 from __future__ import annotations
 
@@ -39,6 +40,14 @@ class PatternTimeout:
 
 
 @dataclass(frozen=True)
+class TimeCut:
+    """Where a job's classification stopped: its CPU budget was spent at this line."""
+
+    line: int
+    cpu_s: float
+
+
+@dataclass(frozen=True)
 class FallbackLine:
     line: int
     text: str
@@ -58,6 +67,8 @@ class JobResult:
     # The `##[group]` lines, for mapping a line to its step in GitHub's log viewer.
     groups: list[logs.GroupMark] = field(default_factory=list)
     timeouts: list[PatternTimeout] = field(default_factory=list)
+    # Set when the job's CPU budget ran out: the lines from there on were not classified.
+    time_cut: TimeCut | None = None
 
     @property
     def root_cause(self) -> Match | None:

@@ -131,7 +131,7 @@ def _add_catalog_commands(commands: argparse._SubParsersAction[argparse.Argument
         dest="catalog_command", required=True, metavar="COMMAND"
     )
     for name, text in (
-        ("lint", "validate signatures: schema, ids, patterns, keywords, templates, backtracking"),
+        ("lint", "validate signatures: schema, ids, patterns, keywords, templates, linear time"),
         ("test", "run the signatures' inline examples and their .log windows"),
     ):
         sub = catalog_commands.add_parser(name, help=text, description=text)

@@ -75,7 +75,12 @@ def _triage_one(
     except sources.BROKEN as error:
         _warn(f"{job_log.origin}: {sources.describe(error)}")
         return None
-    return Job(classifier.finish(), note=tail_note(classifier.tail))
+    result = classifier.finish()
+    note = tail_note(classifier.tail)
+    if result.time_cut is not None:
+        cut = result.time_cut
+        note = f"classification stopped at line {cut.line} after {cut.cpu_s:g} s of CPU time"
+    return Job(result, note=note)
 
 
 def print_report(report: Report, chosen: str | None) -> None:

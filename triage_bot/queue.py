@@ -71,6 +71,7 @@ from triage_bot.outage import OutagePolicy, outage_reason
 from triage_bot.queue_transport import make_huey
 from triage_bot.schema import now
 from triage_bot.store import Store
+from triage_bot.store_errors import describe, storage_failure
 from triage_bot.store_locks import under_job_lease
 
 log = logging.getLogger(__name__)
@@ -181,12 +182,19 @@ class JobQueue:
             job_id = self.enqueue(str(message.get("kind", "triage")), message)
             return
         owner = uuid.uuid4().hex
-        record = self.store.jobs.claim(job_id, owner, self.options.lease)
-        if record is None:
-            log.info("job %s is done, failed or running elsewhere: skipped", job_id)
-            return
-        with self._heartbeat(record, owner) as lease_lost:
-            self._attempt(record, owner, lease_lost)
+        try:
+            record = self.store.jobs.claim(job_id, owner, self.options.lease)
+            if record is None:
+                log.info("job %s is done, failed or running elsewhere: skipped", job_id)
+                return
+            with self._heartbeat(record, owner) as lease_lost:
+                self._attempt(record, owner, lease_lost)
+        except Exception as error:
+            if not storage_failure(error):
+                raise
+            # The ledger still has the job (queued, or running until its lease ends): the
+            # sweep pushes it again once the database or queue is back.
+            log.warning("job %s put off, storage unavailable: %s", job_id, describe(error))
 
     def _attempt(self, record: JobRecord, owner: str, lease_lost: threading.Event) -> None:
         payload = {**record.payload, "job_id": record.id, "kind": record.kind}
@@ -208,7 +216,7 @@ class JobQueue:
             with under_job_lease(record.id, owner):
                 result = self.handler()(payload, context)
         except Exception as error:
-            self._failed(record, owner, error, time.monotonic() - started)
+            self._failed(record, owner, error, time.monotonic() - started, last_outage_try)
             return
         elapsed = time.monotonic() - started
         if triage is not None:
@@ -218,7 +226,14 @@ class JobQueue:
         metrics.JOB_SECONDS.labels(record.kind, "done").observe(elapsed)
         log.info("job %s (%s) done in %.2fs", record.id, record.kind, elapsed)
 
-    def _failed(self, record: JobRecord, owner: str, error: Exception, elapsed: float) -> None:
+    def _failed(
+        self,
+        record: JobRecord,
+        owner: str,
+        error: Exception,
+        elapsed: float,
+        last_outage_try: bool = True,
+    ) -> None:
         text = f"{type(error).__name__}: {error}"[:MAX_ERROR_CHARS]
         deferral = getattr(error, "retry_in", None)
         if isinstance(deferral, int | float) and not isinstance(deferral, bool):
@@ -226,7 +241,7 @@ class JobQueue:
             return
         outage = None if isinstance(error, PermanentJobError) else outage_reason(error)
         if outage is not None:
-            self._outage(record, owner, outage, text, elapsed, error)
+            self._outage(record, owner, outage, text, elapsed, error, last_outage_try)
             return
         final = isinstance(error, PermanentJobError) or record.attempts > self.options.retries
         if not final:
@@ -255,11 +270,16 @@ class JobQueue:
         text: str,
         elapsed: float,
         error: Exception,
+        last_outage_try: bool,
     ) -> None:
         # The attempt is refunded, as for a deferral: GitHub being down is not the job's fault,
         # and an error of the job's own after the outage still gets its `retries`.
         waited = _waited(record)
         delay = self.outage.delay(waited)
+        if delay is None and not last_outage_try:
+            # The budget ran out during this attempt (a slow one, or a short budget): the last
+            # try, which posts what it can read, is still owed.
+            delay = 0.0
         if delay is None:
             hours = waited / 3600
             given_up = outage_error(reason, f"gave up after {hours:.2f} h of outage: {text}")

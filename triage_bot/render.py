@@ -1,24 +1,27 @@
 """Report -> the pull request comment (markdown), the terminal view (text), within GitHub's cap.
 
 Templates live in templates/. Signature summaries and fixes are templates too, written by
-contributors: they run sandboxed with StrictUndefined, and every capture they print is escaped
-unless a filter (`code`, `verbatim`) says how it is shown.
+contributors: they run in a sandbox with a budget (template_budget.py) and StrictUndefined.
+Every value any markdown template prints (captures, log lines, job names) becomes a slot while
+it renders, and sanitize.fill_slots writes it in the form that is inert where it landed; only
+Safe markdown (a signature's rendered text, GitHub's URLs) is printed as it is.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 import jinja2
-import jinja2.sandbox
 
 from triage_bot import resources, sanitize
 from triage_bot.catalog import Signature
 from triage_bot.markdown_cut import cut_markdown
 from triage_bot.report import BaseRun, Group, Job, Report
+from triage_bot.template_budget import BudgetSandbox, compile_bounded, render_bounded
 
 COMMENT_MARKER = "<!-- triage-bot:sticky-comment -->"
 MAX_COMMENT_CHARS = 65_536
@@ -29,45 +32,102 @@ _CUT_NOTE = "_…cut here: the comment reached GitHub's 65,536-character limit._
 
 
 class Safe(str):
-    """Text a filter has already made safe for markdown."""
+    """Markdown the program or a filter made: printed as it is, its slots filled in later."""
+
+
+# The values the template being rendered printed, in order (see sanitize.fill_slots).
+_printed: ContextVar[list[str]] = ContextVar("_printed")
 
 
 def _finalize(value: Any) -> Any:
-    if isinstance(value, Safe):
+    """Every value a markdown template prints becomes a slot, filled once the template's
+    markdown is known; only Safe markdown and numbers are printed as they are."""
+    if isinstance(value, Safe) or (isinstance(value, int | float) and not isinstance(value, bool)):
         return value
-    return sanitize.escape_text(str(value))
+    printed = _printed.get()
+    printed.append(sanitize.strip_slot_marks(str(value)))
+    return sanitize.slot(len(printed) - 1)
+
+
+def _code(value: Any) -> Safe:
+    """`value` as inline code; fill_slots makes the backticks outnumber any it holds."""
+    return Safe(f"`{_finalize(value)}`")
+
+
+def _block(value: Any) -> Safe:
+    """`value` as a fenced block; fill_slots makes the fence longer than any run it holds."""
+    return Safe(f"```text\n{_finalize(value)}\n```")
+
+
+def _as_printed(value: Any) -> Any:
+    """The old filters (`md`, `html`, `verbatim`): the value, placed by where it lands."""
+    return value
+
+
+def _render_markdown(render: Callable[[], str]) -> Safe:
+    token = _printed.set([])
+    try:
+        markdown = render()
+        return Safe(sanitize.fill_slots(markdown, _printed.get()))
+    finally:
+        _printed.reset(token)
 
 
 @cache
-def _signature_env() -> jinja2.sandbox.SandboxedEnvironment:
-    env = jinja2.sandbox.SandboxedEnvironment(
-        undefined=jinja2.StrictUndefined, autoescape=False, finalize=_finalize
-    )
-    env.filters["code"] = lambda v: Safe(sanitize.code_span(str(v)))
-    env.filters["verbatim"] = lambda v: Safe(sanitize.in_code(str(v)))
+def _signature_env() -> BudgetSandbox:
+    env = BudgetSandbox(undefined=jinja2.StrictUndefined, autoescape=False, finalize=_finalize)
+    env.filters["code"] = _code
+    env.filters["verbatim"] = _as_printed
     return env
 
 
+@lru_cache(maxsize=1024)
+def _compiled_signature_text(template: str) -> jinja2.Template:
+    # One comment renders each signature's texts once per detail level tried: compile once.
+    return compile_bounded(_signature_env(), sanitize.strip_slot_marks(template))
+
+
 def render_signature_text(template: str, captures: dict[str, str]) -> str:
-    """A signature's summary or fix with its captures; raises jinja2 errors on a bad one."""
-    return _signature_env().from_string(template).render(**captures)
+    """A signature's summary or fix with its captures, each inert wherever it lands; raises
+    jinja2 errors on a bad template (TemplateBudgetError on one that runs away)."""
+    compiled = _compiled_signature_text(template)
+    return _render_markdown(lambda: render_bounded(compiled, captures))
+
+
+def _render_file(name: str, **context: Any) -> Safe:
+    template = _env().get_template(name)
+    return _render_markdown(lambda: template.render(**context))
 
 
 @cache
 def _env() -> jinja2.Environment:
-    env = jinja2.Environment(
+    """The comment's templates: every value they print goes through fill_slots."""
+    env = _file_env(finalize=_finalize)
+    env.filters.update(md=_as_printed, html=_as_printed, code=_code, block=_block)
+    return env
+
+
+@cache
+def _text_env() -> jinja2.Environment:
+    """The terminal view's template: plain text, nothing escaped."""
+    return _file_env()
+
+
+def _file_env(**options: Any) -> jinja2.Environment:
+    return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(resources.templates_dir())),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
+        **options,
     )
-    env.filters["md"] = sanitize.escape_text
-    env.filters["code"] = sanitize.code_span
-    env.filters["block"] = sanitize.code_block
-    env.filters["html"] = sanitize.escape_html
-    return env
+
+
+def _url(url: str | None) -> Safe | None:
+    """A link GitHub gave us (a run, a job, a log line): printed as it is."""
+    return None if url is None else Safe(url)
 
 
 @dataclass(frozen=True)
@@ -92,13 +152,13 @@ def _signature_texts(signature: Signature, captures: dict[str, str]) -> tuple[st
     captures = {name: "" for name in signature.pattern.groupindex} | captures
     try:
         return (
-            render_signature_text(signature.summary, captures),
-            render_signature_text(signature.fix, captures).strip(),
+            Safe(render_signature_text(signature.summary, captures)),
+            Safe(render_signature_text(signature.fix, captures).strip()),
         )
     except jinja2.TemplateError as exc:
         # A broken signature still shows its failure; the footer says what is wrong with it.
         problem = f"{signature.path.name}: template error: {exc}"
-        return sanitize.escape_text(signature.title), sanitize.escape_text(problem)
+        return Safe(sanitize.escape_text(signature.title)), Safe(sanitize.escape_text(problem))
 
 
 def _evidence(
@@ -108,7 +168,7 @@ def _evidence(
     return {
         "text": "\n".join([*shown_before, text, *after[: detail.after]]),
         "line": line,
-        "url": job.line_urls.get(line) or job.url,
+        "url": _url(job.line_urls.get(line) or job.url),
     }
 
 
@@ -125,7 +185,7 @@ def _group_view(group: Group, detail: Detail) -> dict[str, Any]:
         "retry": group.signature.retry,
         "references": group.signature.references,
         "job_count": len(group.jobs),
-        "jobs": [{"name": j.name, "url": j.url} for j in group.jobs[: detail.job_names]],
+        "jobs": [{"name": j.name, "url": _url(j.url)} for j in group.jobs[: detail.job_names]],
         "more_jobs": max(0, len(group.jobs) - detail.job_names),
         "first_job": first_job.name,
         "occurrences": match.count,
@@ -140,7 +200,7 @@ def _group_view(group: Group, detail: Detail) -> dict[str, Any]:
 
 
 def _base_view(base: BaseRun | None) -> dict[str, Any] | None:
-    return None if base is None else {"branch": base.branch, "url": base.run_url}
+    return None if base is None else {"branch": base.branch, "url": _url(base.run_url)}
 
 
 def _comparison_view(report: Report) -> dict[str, Any] | None:
@@ -160,12 +220,12 @@ def _job_view(job: Job) -> dict[str, Any]:
     root = result.root_cause
     return {
         "name": job.name,
-        "url": job.url,
+        "url": _url(job.url),
         "note": job.note,
         "lines": result.lines,
         "generic": root.signature.title if root is not None else None,
         "fallback": [
-            {"line": f.line, "text": f.text, "url": job.line_urls.get(f.line) or job.url}
+            {"line": f.line, "text": f.text, "url": _url(job.line_urls.get(f.line) or job.url)}
             for f in result.fallback_lines
         ],
     }
@@ -175,9 +235,9 @@ def _context(report: Report, detail: Detail, limit: int | None) -> dict[str, Any
     groups = report.groups[:limit]
     unmatched = report.unmatched
     return {
-        "marker": COMMENT_MARKER,
+        "marker": Safe(COMMENT_MARKER),
         "title": report.title,
-        "url": report.url,
+        "url": _url(report.url),
         "head_sha": report.head_sha,
         "failed_jobs": len(report.jobs),
         "groups": [_group_view(g, detail) for g in groups],
@@ -185,7 +245,7 @@ def _context(report: Report, detail: Detail, limit: int | None) -> dict[str, Any
         "unmatched": [_job_view(j) for j in unmatched[:limit]],
         "hidden_unmatched": len(unmatched) - len(unmatched[:limit]),
         "notes": [*report.footer_notes, *_truncation_notes(report)],
-        "catalog_url": CATALOG_URL,
+        "catalog_url": Safe(CATALOG_URL),
         "base": _comparison_view(report),
     }
 
@@ -216,16 +276,15 @@ def render_comment_section(report: Report, limit: int = MAX_COMMENT_CHARS) -> st
 def render_section(report: Report, limit: int = MAX_COMMENT_CHARS) -> str:
     """One run's part of the comment, under `limit` characters: less detail first (shorter
     evidence, no fixes), then fewer failures, saying what it left out."""
-    template = _env().get_template("section.md.j2")
     for detail in _DETAILS:
-        body = template.render(**_context(report, detail, None))
+        body = _render_file("section.md.j2", **_context(report, detail, None))
         if len(body) <= limit:
             return body
     detail = _DETAILS[-1]
     shown = max(len(report.groups), len(report.unmatched))
     while shown > 0:
         shown = shown // 2 if shown > 8 else shown - 1
-        body = template.render(**_context(report, detail, shown))
+        body = _render_file("section.md.j2", **_context(report, detail, shown))
         if len(body) <= limit:
             return body
     return cut_markdown(body, limit, _CUT_NOTE)
@@ -233,8 +292,7 @@ def render_section(report: Report, limit: int = MAX_COMMENT_CHARS) -> str:
 
 def render_passed_section(title: str, attempt: int, url: str | None) -> str:
     """The section of a workflow whose later run passed."""
-    template = _env().get_template("passed.md.j2")
-    return template.render(title=title, attempt=attempt, url=url)
+    return _render_file("passed.md.j2", title=title, attempt=attempt, url=_url(url))
 
 
 def compose_comment(
@@ -268,15 +326,12 @@ def _shares(lengths: Sequence[int], room: int) -> list[int]:
 
 
 def _frame(sections: Sequence[str], problems: Sequence[str] = ()) -> str:
-    return (
-        _env()
-        .get_template("comment.md.j2")
-        .render(
-            marker=COMMENT_MARKER,
-            sections=sections,
-            setup_problems=[_problem_view(p) for p in problems],
-            catalog_url=CATALOG_URL,
-        )
+    return _render_file(
+        "comment.md.j2",
+        marker=Safe(COMMENT_MARKER),
+        sections=[Safe(section) for section in sections],
+        setup_problems=[_problem_view(p) for p in problems],
+        catalog_url=Safe(CATALOG_URL),
     )
 
 
@@ -286,4 +341,4 @@ def _frame_chars() -> int:
 
 
 def render_text(report: Report) -> str:
-    return _env().get_template("terminal.txt.j2").render(**_context(report, _DETAILS[1], None))
+    return _text_env().get_template("terminal.txt.j2").render(**_context(report, _DETAILS[1], None))

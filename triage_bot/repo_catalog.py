@@ -16,6 +16,7 @@ cannot blow up (no arithmetic, calls, loops or `replace`), and a bounded number 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -31,7 +32,7 @@ from triage_bot.catalog import (
     load_signature_text,
     signature_line,
 )
-from triage_bot.catalog_check import inline_tests, lint_rules
+from triage_bot.catalog_check import cost_problems, inline_tests, lint_rules
 from triage_bot.classify import CompiledCatalog
 from triage_bot.repo_files import RepoFile
 
@@ -55,8 +56,13 @@ _TEMPLATE_NODES = (
 _TEMPLATE_FILTERS = {"code", "verbatim", "default", "trim", "lower", "upper"}
 _TEMPLATE_COMPARISONS = {"eq", "ne"}
 MAX_TEMPLATE_NAMES = 100
+# All of a repository's signature files are checked within this much CPU time (of the
+# checking thread): each file gets an equal share of what is left when its turn comes, and
+# one that needs more is refused ("checks took too long").
+REPO_CHECK_CPU_S = 5.0
 
 log = logging.getLogger(__name__)
+_BUDGET_NOTE = f"a repository's signatures are checked within {REPO_CHECK_CPU_S:g} s of CPU in all"
 
 
 @cache
@@ -76,11 +82,14 @@ def load_repo_signatures(repo: str, files: Sequence[RepoFile]) -> RepoSignatures
     signatures: list[Signature] = []
     problems: list[str] = []
     seen: dict[str, str] = {}
-    for file in files:
+    deadline = time.thread_time() + REPO_CHECK_CPU_S
+    for position, file in enumerate(files):
         if file.text is None:
             problems.append(f"{file.path}: {file.problem}; skipped")
             continue
-        signature, found = _checked(repo, file.path, file.text)
+        now = time.thread_time()
+        share = max(0.0, deadline - now) / (len(files) - position)
+        signature, found = _checked(repo, file.path, file.text, now + share)
         if signature is not None and not found and signature.id in seen:
             found = [f"{file.path}:1: duplicate id {signature.id!r}, also in {seen[signature.id]}"]
         if signature is None or found:
@@ -91,22 +100,32 @@ def load_repo_signatures(repo: str, files: Sequence[RepoFile]) -> RepoSignatures
     return RepoSignatures(tuple(signatures), tuple(problems))
 
 
-def _checked(repo: str, path: str, text: str) -> tuple[Signature | None, list[str]]:
+def _checked(
+    repo: str, path: str, text: str, cpu_deadline: float
+) -> tuple[Signature | None, list[str]]:
     signature, problems = load_signature_text(Path(path), text, origin=repo, keep_source=True)
     if signature is None:
         return None, [str(p) for p in problems]
     unsafe = [p for name in ("summary", "fix") if (p := _template_problem(signature, name))]
     if unsafe:
         return signature, unsafe  # not rendered, not even by lint
+    # The pattern's cost first, within the file's share: the other checks search the
+    # examples without a bound, which is safe only for a pattern found linear.
+    costly = cost_problems(signature, cpu_deadline)
+    if costly:
+        return signature, [str(p) for p in costly]
     _count, failures = inline_tests(signature)
-    return signature, [str(p) for p in lint_rules(signature)] + [str(f) for f in failures]
+    found = [str(p) for p in lint_rules(signature, check_cost=False)] + [str(f) for f in failures]
+    if time.thread_time() > cpu_deadline:
+        found.append(f"{path}:1: checks took too long; {_BUDGET_NOTE}")
+    return signature, found
 
 
 def _template_problem(signature: Signature, field: str) -> str | None:
     where = f"{signature.path}:{signature_line(signature, [field]) or 1}: {field}"
     try:
         tree = jinja2.Environment().parse(getattr(signature, field))
-    except jinja2.TemplateSyntaxError as exc:
+    except (jinja2.TemplateSyntaxError, RecursionError) as exc:  # RecursionError: nested too deep
         return f"{where} does not parse: {exc}"
     names = 0
     for node in tree.find_all(nodes.Node):

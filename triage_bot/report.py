@@ -105,7 +105,8 @@ def build_report(jobs: Sequence[Job | JobResult], **details: Any) -> Report:
 
 
 def timeout_problems(jobs: Sequence[Job]) -> list[str]:
-    """One footer line per repository signature whose pattern ran out of time, in any job."""
+    """One footer line per repository signature whose pattern ran out of time, in any job, and
+    one per job whose classification ran out of time."""
     found: dict[str, list[tuple[Job, PatternTimeout]]] = {}
     for job in jobs:
         for timeout in job.result.timeouts:
@@ -118,13 +119,19 @@ def timeout_problems(jobs: Sequence[Job]) -> list[str]:
         more = sum(t.count for _, t in seen) - 1
         skipped = any(t.count >= MAX_PATTERN_TIMEOUTS for _, t in seen)
         problems.append(
-            f"{where}: the pattern of {sid!r} took over {REPO_PATTERN_TIMEOUT_S} s on line "
-            f"{first.line} of job {job.name!r}"
+            f"{where}: the pattern of {sid!r} took over {REPO_PATTERN_TIMEOUT_S} s of CPU time "
+            f"on line {first.line} of job {job.name!r}"
             + (f" and {more} more line(s)" if more else "")
             + ", taken as no match there"
             + (" (then skipped for the rest of the job)" if skipped else "")
             + "; avoid nested quantifiers and overlapping alternatives"
         )
+    problems += [
+        f"job {job.name!r}: classification stopped at line {cut.line} after "
+        f"{cut.cpu_s:g} s of CPU time; the rest of its log was not read"
+        for job in jobs
+        if (cut := job.result.time_cut) is not None
+    ]
     return problems
 
 

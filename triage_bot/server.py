@@ -12,23 +12,34 @@ POST /api/github/webhooks, in order (each refusal is JSON with a `reason`):
   202 for everything else: the job was recorded and queued, the installation recorded, or the
       event ignored (the reason says which). Nothing slow happens before the answer: one
       transaction (delivery + job row) and one queue push.
-  503 only when the database cannot be reached (GitHub may redeliver later).
+  503 when the database cannot be written (down, full, read-only, failing: GitHub
+      redelivers later); one log line says why, with no traceback.
+
+GET /healthz writes: the database's heartbeat row and the queue's heartbeat key must commit
+within HEALTH_TIMEOUT, and a SQLite data directory needs its minimum free space
+(store_sqlite.py). 200 {"ok": true, "database": "ok", "queue": "ok"}, else 503 with what
+failed for each: "full: ...", "unwritable: ...", "unreachable: ...", "timed out ..." or
+"failed: ...", in one line without SQL, URL or directory (store_errors.py).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import faulthandler
 import hashlib
 import hmac
 import json
 import logging
 import re
+import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 from urllib.parse import parse_qs
 
 import uvicorn
+from anyio import to_thread
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -43,7 +54,9 @@ from triage_bot.job_handler import Handler
 from triage_bot.ledger import NewJob
 from triage_bot.payload_fields import is_storable_text
 from triage_bot.queue import JobQueue, QueueOptions
+from triage_bot.queue_transport import check_writable
 from triage_bot.store import Acceptance, Store
+from triage_bot.store_errors import describe, storage_failure, verdict
 from triage_bot.worker import EmbeddedWorker
 
 log = logging.getLogger(__name__)
@@ -167,7 +180,10 @@ class _Webhook:
             try:
                 accepted = await run_in_threadpool(self._accept, delivery, event, payload, decision)
             except SQLAlchemyError as error:
-                log.error("delivery %s: database unavailable: %s", delivery, error)
+                # One line: SQLAlchemy's text carries the SQL and the payload as parameters.
+                log.error(
+                    "delivery %s answered 503, database unavailable: %s", delivery, describe(error)
+                )
                 return 503, {**answer, "outcome": "unavailable", "reason": "database unavailable"}
             if not accepted.new:
                 return 200, {**answer, "outcome": "duplicate", "reason": "delivery already seen"}
@@ -194,9 +210,17 @@ class _Webhook:
         if accepted.job_created and accepted.job_id is not None and decision.job is not None:
             try:
                 self.queue.push(accepted.job_id, decision.job["kind"], decision.job)
-            except Exception:
-                # The job is in the ledger: the sweep pushes it once the queue is back.
-                log.exception("job %s recorded but not pushed; the sweep will", accepted.job_id)
+            except Exception as error:
+                # The job is in the ledger: the sweep pushes it once the queue is back. An
+                # outage is one line; anything else keeps its traceback.
+                if not storage_failure(error):
+                    log.exception("job %s recorded but not pushed; the sweep will", accepted.job_id)
+                else:
+                    log.warning(
+                        "job %s recorded but not pushed (the sweep will): queue unavailable: %s",
+                        accepted.job_id,
+                        describe(error),
+                    )
         return accepted
 
 
@@ -240,21 +264,17 @@ def _action(payload: dict[str, Any]) -> str | None:
 class _Health:
     def __init__(self, store: Store, queue: JobQueue) -> None:
         self.store, self.queue = store, queue
+        self.probes = {
+            "database": _Probe(store.check_writable),
+            "queue": _Probe(lambda: check_writable(queue.huey)),
+        }
 
     async def healthz(self, _request: Request) -> Response:
-        checks = await run_in_threadpool(self._checks)
+        names = list(self.probes)
+        found = await asyncio.gather(*(self.probes[name].run() for name in names))
+        checks = dict(zip(names, found, strict=True))
         ok = all(value == "ok" for value in checks.values())
         return _json(200 if ok else 503, {"ok": ok, **checks})
-
-    def _checks(self) -> dict[str, str]:
-        checks = {}
-        for name, probe in (("database", self.store.ping), ("queue", self.queue.ping)):
-            try:
-                probe()
-                checks[name] = "ok"
-            except Exception as error:
-                checks[name] = f"unreachable: {type(error).__name__}: {error}"[:300]
-        return checks
 
     async def metrics(self, _request: Request) -> Response:
         await run_in_threadpool(self._read_gauges)
@@ -277,6 +297,37 @@ class _Health:
             log.warning("metrics: job ledger unreadable: %s", error)
 
 
+class _Probe:
+    """One check of /healthz, run in a thread and answered within HEALTH_TIMEOUT.
+
+    A check still running when the next request comes (a database that hangs rather than
+    fails) is not started again: the answer says so, and threads do not pile up.
+    """
+
+    def __init__(self, check: Callable[[], None]) -> None:
+        self.check = check
+        self._busy = threading.Lock()
+
+    async def run(self) -> str:
+        # abandon_on_cancel: the answer does not wait for a thread stuck in the driver.
+        checking = to_thread.run_sync(self._checked, abandon_on_cancel=True)
+        try:
+            return await asyncio.wait_for(checking, HEALTH_TIMEOUT)
+        except TimeoutError:
+            return f"timed out: no answer within {HEALTH_TIMEOUT:g}s"
+
+    def _checked(self) -> str:
+        if not self._busy.acquire(blocking=False):
+            return f"timed out: the previous check is still running (over {HEALTH_TIMEOUT:g}s)"
+        try:
+            self.check()
+        except Exception as error:
+            return f"{verdict(error)}: {describe(error)}"[:300]
+        finally:
+            self._busy.release()
+        return "ok"
+
+
 def serve(
     settings: Settings,
     host: str = "127.0.0.1",
@@ -291,6 +342,9 @@ def serve(
     """`triage-bot serve`: the web server, and unless worker=False the worker, until signalled."""
     settings.require("server", *(("worker",) if worker else ()))
     configure_logging(settings.log_level)
+    # A fatal signal (SIGBUS from a mapped file the disk cannot back, see store_sqlite.py)
+    # still kills the process, but leaves each thread's Python stack in stderr.
+    faulthandler.enable()
     store = Store(settings.database_url)
     queue = JobQueue.from_settings(settings, store, options, handler=handler, dry_run=dry_run)
     embedded = EmbeddedWorker(queue, workers) if worker else None
