@@ -137,6 +137,16 @@ def test_failing_window_expectation_names_the_directive_line(tmp_path: Path) -> 
     assert lines == [2, 4]
 
 
+def test_window_source_line_is_no_expectation_and_no_log_line(tmp_path: Path) -> None:
+    source = "#! source: https://github.com/octo-org/widgets/issues/7\n"
+    make(tmp_path, window=source + WINDOW)
+    checks, failures, _ = catalog_check.test([tmp_path])
+    assert failures == [] and checks > 0
+    log, expectations = catalog_check.parse_window(source + WINDOW)
+    assert b"source" not in log
+    assert [e.kind for found in expectations.values() for e in found] == ["match"]
+
+
 def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     make(tmp_path)
     assert main(["catalog", "lint", str(tmp_path)]) == 0

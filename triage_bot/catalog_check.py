@@ -457,7 +457,10 @@ class Expectation:
 
 
 def parse_window(text: str) -> tuple[bytes, dict[int, list[Expectation]]]:
-    """Strip `#!` lines; map each expectation to the line number it checks in the rest."""
+    """Strip `#!` lines; map each expectation to the line number it checks in the rest.
+
+    `#! source: URL` (where the window comes from) is kept out of the log and checks nothing.
+    """
     kept: list[str] = []
     expectations: dict[int, list[Expectation]] = {}
     waiting: list[Expectation] = []
@@ -468,7 +471,10 @@ def parse_window(text: str) -> tuple[bytes, dict[int, list[Expectation]]]:
         lines.pop()
     for number, line in enumerate(lines, start=1):
         if line.startswith("#!"):
-            waiting.append(_expectation(line[2:].strip(), number))
+            directive = line[2:].strip()
+            # `#! source: URL` names the real log the window was cut from: no expectation.
+            if not directive.startswith("source:"):
+                waiting.append(_expectation(directive, number))
             continue
         kept.append(line)
         if waiting:
