@@ -44,6 +44,9 @@ RUNAWAY = {
     "nested too deep": "{{ " + "(" * 3000 + "1" + ")" * 3000 + " }}",
 }
 CPU_SECONDS = 0.5
+# Lint and the repository check also run the pattern's linear-time check (a few hundred ms
+# of CPU under tracemalloc on a busy machine): rendering gets the bound above, they this one.
+LINT_CPU_SECONDS = 2.0
 PEAK_BYTES = 20_000_000
 
 
@@ -96,7 +99,7 @@ def test_catalog_lint_reports_a_runaway_template(tmp_path: Path, template: str) 
     write_signature(tmp_path, "local-widget-broke", _signature_yaml(template))
     (_signatures, problems), seconds, peak = _measured(lambda: catalog_check.lint([tmp_path]))
     assert any("fix does not render" in str(p) for p in problems), problems
-    assert seconds < CPU_SECONDS and peak < PEAK_BYTES, (seconds, peak)
+    assert seconds < LINT_CPU_SECONDS and peak < PEAK_BYTES, (seconds, peak)
 
 
 @pytest.mark.parametrize("template", RUNAWAY.values(), ids=RUNAWAY.keys())
@@ -108,7 +111,7 @@ def test_a_repository_signature_with_a_runaway_template_is_refused(template: str
     )
     assert found.signatures == ()
     assert [p for p in found.problems if p.startswith(f"{path}:8: fix ")], found.problems
-    assert seconds < CPU_SECONDS and peak < PEAK_BYTES, (seconds, peak)
+    assert seconds < LINT_CPU_SECONDS and peak < PEAK_BYTES, (seconds, peak)
 
 
 def test_catalog_lint_on_the_command_line_exits_1_with_the_problem(tmp_path: Path) -> None:
