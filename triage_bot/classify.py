@@ -260,7 +260,7 @@ class JobClassifier:
             item.match.reason = item.reason
         matches = [item.match for item in weighed]
         root = matches[0] if matches else None
-        fallback = self._fallback(root) if _needs_fallback(root) else []
+        fallback = self._fallback(root) if _needs_fallback(weighed) else []
         return JobResult(
             name=self._name,
             matches=matches,
@@ -520,11 +520,14 @@ class JobClassifier:
         return ranking.pick_fallback([*annotations, *failing.all()], first=True, below=below)
 
 
-def _needs_fallback(root: Match | None) -> bool:
-    """No root cause, a catch-all one, or a wrapper line with no specific error matched
-    above it: the reader also gets the best-guess error lines."""
-    # A wrapper that deferred to a specific error ranks below it, so never is the root.
-    return root is None or root.signature.generic or root.signature.wraps
+def _needs_fallback(weighed: list[ranking.Weighed]) -> bool:
+    """No root cause, a catch-all one, a wrapper line with no specific error matched above
+    it (one that deferred ranks below that error), or one that ranked first only for want of
+    better (a warning, a step that passed): the reader also gets the best-guess lines."""
+    if not weighed:
+        return True
+    root = weighed[0]
+    return root.match.signature.generic or root.match.signature.wraps or ranking.demoted(root)
 
 
 def _regex_pieces(text: str) -> list[str]:

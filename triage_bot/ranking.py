@@ -158,9 +158,9 @@ def line_score(text: str) -> int:
     if _BOILERPLATE.search(text):
         return 0
     counted = _ZERO_COUNT.sub(" ", text) if "0" in text else text
-    strong = _STRONG.search(counted)
+    strong = _STRONG.search(counted) or _WEAK.search(counted)
     if strong is None:
-        return 1 if _WEAK.search(counted) else 0
+        return 0
     if _CLOSING.search(counted) or low_level(text, strong.start()):
         return 1
     return 3 if _SPECIFIC.search(counted) else 2
@@ -211,13 +211,7 @@ def pick_fallback(
     likeliest cause) or the last ones (a log with no step marked: its tail). `below`: only
     lines above this one (those a wrapper line stands for)."""
     pool = [(s, f) for s, f in scored if s > 0 and (below is None or f.line < below)]
-    if below is not None:
-        pool = [(s, f) for s, f in pool if f.line >= below - WRAP_WINDOW]
-    # A step's specific errors say more than the closing lines: show the lower scores only
-    # when nothing better was seen.
-    best = max((s for s, _f in pool), default=0)
-    kept = [(s, f) for s, f in pool if s >= min(best, 2)]
-    unique = {f.line: (s, f) for s, f in kept}.values()
+    unique = {f.line: (s, f) for s, f in pool}.values()
     ranked = sorted(unique, key=lambda item: (-item[0], item[1].line if first else -item[1].line))
     return sorted((f for _s, f in ranked[:FALLBACK_LINES]), key=lambda f: f.line)
 
@@ -229,6 +223,12 @@ class Weighed:
     match: Match
     score: tuple[int, ...]
     reason: str
+
+
+def demoted(item: Weighed) -> bool:
+    """Whether a match ranked low for what it is: a wrapper that deferred, a step that passed,
+    a warning, a retry that recovered."""
+    return item.score[0] == 0 or item.score[1] == 0 or item.score[2] == 0 or item.score[3] == 0
 
 
 # The parts of a score, in the order they are compared.
@@ -265,7 +265,9 @@ def rank(matches: Sequence[Match], steps: Steps, last_line: int) -> list[Weighed
             0 if level else 1,
             0 if recovered else 1,
             match.signature.priority,
-            -abs(end_line - match.line),
+            -abs(end_line - match.line)
+            if not __import__("os").environ.get("R_EARLY")
+            else -match.line,
         )
         reasons = []
         if above is not None:
@@ -278,19 +280,26 @@ def rank(matches: Sequence[Match], steps: Steps, last_line: int) -> list[Weighed
         weighed.append(Weighed(match, score, "; ".join(reasons)))
     weighed.sort(key=lambda w: w.score, reverse=True)
     if weighed:
-        weighed[0] = _winner(weighed, deferred, matches)
+        weighed[0] = _winner(weighed, deferred, matches, steps)
     return weighed
 
 
 def _specific_above(wrapper: Match, matches: Sequence[Match]) -> Match | None:
-    """The specific error a wrapper line stands for: the nearest non-wrapper match above it,
-    in the same step and within WRAP_WINDOW lines, that is no catch-all nor a warning."""
+    """The error a wrapper line stands for: the nearest match above it, in the same step and
+    within WRAP_WINDOW lines, that is no catch-all nor a warning; a specific error if there
+    is one, else an inner wrapper (`make[1]: *** [prove] Error 1` under `make: *** [test]`)."""
+    return _nearest_above(wrapper, matches, wrappers=False) or _nearest_above(
+        wrapper, matches, wrappers=True
+    )
+
+
+def _nearest_above(wrapper: Match, matches: Sequence[Match], *, wrappers: bool) -> Match | None:
     best: Match | None = None
     best_line = 0
     for match in matches:
-        if match.signature.wraps or match.signature.generic or match.level:
+        if match.signature.wraps != wrappers or match.signature.generic or match.level:
             continue
-        if match.section != wrapper.section or match.line > wrapper.line:
+        if match is wrapper or match.section != wrapper.section or match.line >= wrapper.line:
             continue
         nearest = max(n for n in (match.line, match.last_line) if n <= wrapper.line)
         if wrapper.line - nearest <= WRAP_WINDOW and (best is None or nearest > best_line):
@@ -318,7 +327,10 @@ def _recovered(match: Match, steps: Steps) -> bool:
 
 
 def _winner(
-    weighed: list[Weighed], deferred: dict[int, Match | None], matches: Sequence[Match]
+    weighed: list[Weighed],
+    deferred: dict[int, Match | None],
+    matches: Sequence[Match],
+    steps: Steps,
 ) -> Weighed:
     """The root cause's reason: why it beat the others."""
     top = weighed[0]
@@ -329,14 +341,16 @@ def _winner(
     )
     if wrapper is not None:
         parts.append(f"specific error above the wrapper `{_short(wrapper.text)}`")
-    if top.score[0] == 0:
-        parts.append("a wrapper line with no specific error matched above it")
+    if top.match.signature.wraps and top.score[0] == 1:
+        parts.append("a wrapper line with no error matched above it (see the best-guess lines)")
+    elif demoted(top):
+        parts.append(f"first only for want of better: {top.reason}")
     parts.append(top.reason.split("; ")[-1])
     rivals = [w for w in weighed[1:] if w.score[:5] == top.score[:5]]
     if rivals:
+        end = "the failing step's end" if steps.failing is not None else "the end of the log"
         parts.append(
-            f"nearest the failing step's end of {len(rivals) + 1} of priority "
-            f"{top.match.signature.priority}"
+            f"nearest {end} of {len(rivals) + 1} of priority {top.match.signature.priority}"
         )
     else:
         parts.append(f"priority {top.match.signature.priority}")
