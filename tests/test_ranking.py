@@ -163,18 +163,24 @@ def test_a_failure_retried_in_a_step_that_passed_ranks_below() -> None:
     assert result.root_cause is not None and result.root_cause.text == MAKE_OUTER
 
 
-def test_among_equals_the_one_nearest_the_failing_end_wins() -> None:
+def test_a_parent_test_defers_to_its_failing_subtest() -> None:
     lines = travis_step("go test ./...", [GO_PARENT, GO_SUBTEST, "FAIL"], 1)
     result = run_log(log_of(lines))
     root = result.root_cause
     assert root is not None and root.captures["test"] == "TestAlpha/Meetups"
-    assert "nearest the failing step's end of 2" in root.reason
+    parent = next(w for w in result.weighed if w.match.text == GO_PARENT)
+    assert parent.reason.startswith(f"a parent: defers to `{GO_SUBTEST.strip()}` below it")
 
 
-def test_without_step_ends_the_order_is_priority_then_nearest_the_end() -> None:
-    result = run_log(log_of([GO_PARENT, GO_SUBTEST]))
-    assert result.root_cause is not None and result.root_cause.line == 2
+def test_among_equals_the_nearest_the_end_wins_but_a_run_counts_from_its_first() -> None:
+    # rauthy issue 996 (tests/accuracy/rust/cargo-e0425-many.log): the first of a run of
+    # compiler errors is the cause; Go's `--- FAIL` of another signature, later, is nearer.
+    first = "error[E0425]: cannot find value `node_config` in this scope"
+    second = "error[E0425]: cannot find value `vars` in this scope"
+    result = run_log(log_of([first, "", second]))
+    assert result.root_cause is not None and result.root_cause.text == first
     assert "no failing step is marked" in result.root_cause.reason
+    assert "the first of 2 `rust-rustc-error` matches" in result.root_cause.reason
 
 
 def test_line_score_skips_what_only_looks_like_an_error() -> None:
@@ -235,7 +241,7 @@ def test_json_reason_and_explain() -> None:
     )
     job = json.loads(done.stdout)["jobs"][0]
     assert job["root_cause"]["reason"].startswith("specific error above the wrapper `make[1]")
-    assert [c["signature"] for c in job["candidates"]][0] == job["root_cause"]["signature"]
+    assert job["candidates"][0]["signature"] == job["root_cause"]["signature"]
     assert set(job["candidates"][0]["score"]) == set(ranking.SCORE_PARTS)
     text = subprocess.run(
         [*command, "--format", "text", "--explain"], capture_output=True, text=True, check=True

@@ -232,7 +232,7 @@ def demoted(item: Weighed) -> bool:
 
 
 # The parts of a score, in the order they are compared.
-SCORE_PARTS = ("specific", "step", "level", "recovered", "priority", "nearness")
+SCORE_PARTS = ("specific", "step", "level", "recovered", "priority", "nearness", "first")
 
 
 @dataclass(frozen=True)
@@ -253,35 +253,66 @@ def rank(matches: Sequence[Match], steps: Steps, last_line: int) -> list[Weighed
     failing_end = steps.failing_end
     end_line = failing_end.line if failing_end is not None else last_line
     deferred = {id(w): _specific_above(w, matches) for w in matches if w.signature.wraps}
-    weighed = []
+    heads: list[tuple[Match, tuple[int, ...], str]] = []
     for match in matches:
-        above = deferred.get(id(match))
+        above = deferred.get(id(match)) or _child_of(match, matches)
         step, step_reason = _step_rank(match, steps)
-        level = match.level
         recovered = _recovered(match, steps)
-        score = (
+        head: tuple[int, ...] = (
             0 if above is not None else 1,
             step,
-            0 if level else 1,
+            0 if match.level else 1,
             0 if recovered else 1,
             match.signature.priority,
-            -abs(end_line - match.line)
-            if not __import__("os").environ.get("R_EARLY")
-            else -match.line,
         )
         reasons = []
         if above is not None:
-            reasons.append(f"a wrapper line: defers to `{_short(above.text)}` above it")
-        if level:
-            reasons.append(f"printed at {level} level")
+            kind = "a wrapper line" if match.signature.wraps else "a parent"
+            reasons.append(
+                f"{kind}: defers to `{_short(above.text)}` below it"
+                if above.line > match.line
+                else f"{kind}: defers to `{_short(above.text)}` above it"
+            )
+        if match.level:
+            reasons.append(f"printed at {match.level} level")
         if recovered:
             reasons.append("seen again and again in a step that then passed: retried")
         reasons.append(step_reason)
-        weighed.append(Weighed(match, score, "; ".join(reasons)))
+        heads.append((match, head, "; ".join(reasons)))
+    # Among equals, the nearest to the failing step's end; but a signature's matches count
+    # from its first: of a run of compiler errors the first is the cause, the rest follow.
+    first_of: dict[tuple[str, tuple[int, ...]], int] = {}
+    for match, head_of, _reason in heads:
+        key = (match.signature.id, head_of)
+        first_of[key] = min(first_of.get(key, match.line), match.line)
+    weighed = [
+        Weighed(
+            match,
+            (*head, -abs(end_line - first_of[(match.signature.id, head)]), -match.line),
+            reason,
+        )
+        for match, head, reason in heads
+    ]
     weighed.sort(key=lambda w: w.score, reverse=True)
     if weighed:
         weighed[0] = _winner(weighed, deferred, matches, steps)
     return weighed
+
+
+def _child_of(parent: Match, matches: Sequence[Match]) -> Match | None:
+    """A failure nested in this one, of the same signature and step: a captured name `A/B`
+    where this one has `A` (Go's subtests, `--- FAIL: TestAlpha/Meetups` in `TestAlpha`)."""
+    names = [value + "/" for value in parent.captures.values() if value]
+    if not names:
+        return None
+    for match in matches:
+        if match is parent or match.signature.id != parent.signature.id:
+            continue
+        if match.section != parent.section:
+            continue
+        if any(v.startswith(name) for v in match.captures.values() for name in names):
+            return match
+    return None
 
 
 def _specific_above(wrapper: Match, matches: Sequence[Match]) -> Match | None:
@@ -347,7 +378,10 @@ def _winner(
         parts.append(f"first only for want of better: {top.reason}")
     parts.append(top.reason.split("; ")[-1])
     rivals = [w for w in weighed[1:] if w.score[:5] == top.score[:5]]
-    if rivals:
+    same = [w for w in rivals if w.score[5] == top.score[5]]
+    if same:
+        parts.append(f"the first of {len(same) + 1} `{top.match.signature.id}` matches")
+    elif rivals:
         end = "the failing step's end" if steps.failing is not None else "the end of the log"
         parts.append(
             f"nearest {end} of {len(rivals) + 1} of priority {top.match.signature.priority}"
