@@ -102,8 +102,7 @@ class CompiledCatalog:
             trigger_index(Trigger(t.encode())) for t in ranking.STEP_END_LITERALS
         )
         self.error_words = frozenset(
-            [trigger_index(Trigger(ranking.FALLBACK_TRIGGER, is_regex=True))]
-            + [trigger_index(Trigger(t.encode())) for t in ranking.FALLBACK_LITERALS]
+            trigger_index(Trigger(t.encode())) for t in ranking.FALLBACK_LITERALS
         )
         stand_ins = [k.encode() for s in catalog.signatures if s.prefilter for k in s.keywords]
         self.prefilter: Prefilter = build_prefilter(triggers, engine_name, stand_ins)

@@ -19,8 +19,8 @@ A step's end is `##[error]Process completed with exit code N` (GitHub Actions), 
 its `##[group]Run ...` line. The failing step is the last one whose end said it failed; a log
 with no such end has none, and the step rules are not applied.
 
-Only lines the prefilter found reach this module (matches, markers, and lines holding
-FALLBACK_TRIGGER or one of FALLBACK_LITERALS), so the work per line is a regex search or
+Only lines the prefilter found reach this module (matches, markers, and lines holding one
+of FALLBACK_LITERALS), so the work per line is a regex search or
 two on a few lines.
 """
 
@@ -51,13 +51,23 @@ MAX_SECTIONS = 5000
 
 # Literals the prefilter scans for on top of the signatures' triggers: a line without any
 # of them is never a best-guess line, so the fallback costs nothing on the others.
-FALLBACK_TRIGGER = (
-    rb"[\s:\[(>'\"*=](?:error|errors|Error|Errors|ERROR|ERRORS|fatal|Fatal|FATAL|FAIL|FAILED"
-    rb"|FAILURE|failed|Failed|failure|Failure|panic|Traceback|Killed|Aborted|aborted!)[^\w\-]"
+# Literals, not a regex: every engine scans literals fast (Python's `re` would try a regex
+# without a literal prefix at every byte). A word after a space or bracket, or a word with
+# its colon (which also finds it at a line's start); line_score then judges the line.
+FALLBACK_LITERALS = (
+    *(
+        lead + word
+        for lead in (" ", "[", "(", "'", '"', "*", "=", "\t")
+        for word in ("error", "Error", "ERROR", "fatal", "Fatal", "FATAL", "FAIL", "failed")
+    ),
+    *(" " + word for word in ("Failed", "failure", "Failure", "panic", "Killed", "Aborted")),
+    *(word + ":" for word in ("error", "Error", "ERROR", "fatal", "Fatal", "FATAL", "panic")),
+    "FAIL",
+    "ERR!",
+    "Traceback",
+    "Exception",
+    "aborted!",
 )
-# Exceptions (`TypeError: x`, `java.lang.IllegalStateException: x`) and npm's prefix, which
-# the word above misses.
-FALLBACK_LITERALS = ("Error: ", "Exception: ", "ERR!")
 # The literals of the step ends (the `##[error]` and `##[group]` markers are scanned anyway).
 STEP_END_LITERALS = ("exited with", "ERROR: Job failed", "Job succeeded", "Finished: ")
 
