@@ -12,9 +12,10 @@ import json
 import subprocess
 import sys
 
-from helpers import ROOT, run_log
+from helpers import ROOT, compiled, run_log
 
-from triage_bot import ranking
+from triage_bot import logs, ranking
+from triage_bot.classify import JobClassifier
 from triage_bot.ranking import line_score, low_level, step_end
 
 # schwehr/generic-sensor-format issue 12 (tests/accuracy/c/travis-gcc-storage-size.log).
@@ -248,3 +249,24 @@ def test_json_reason_and_explain() -> None:
     ).stdout
     assert "Candidates weighed for job" in text
     assert "a wrapper line: defers to" in text
+
+
+def test_the_step_the_api_says_failed_wins_over_a_later_failing_step() -> None:
+    # A build step fails, then an `if: failure()` upload step fails too (its own network
+    # error, of a higher priority): with the API's failed step, the build's error wins.
+    lines = [
+        ("2026-10-21T09:10:00.0000000Z", "##[group]Run make"),
+        ("2026-10-21T09:10:05.0000000Z", GCC),
+        ("2026-10-21T09:10:06.0000000Z", "##[error]Process completed with exit code 2."),
+        ("2026-10-21T09:10:07.0000000Z", "##[group]Run ./upload-logs.sh"),
+        ("2026-10-21T09:10:08.0000000Z", "curl: (6) Could not resolve host: example.com"),
+        ("2026-10-21T09:10:09.0000000Z", "##[error]Process completed with exit code 6."),
+    ]
+    data = "".join(f"{stamp} {text}\n" for stamp, text in lines).encode()
+    started, ended = (logs.parse_timestamp(f"2026-10-21T09:10:0{s}Z") for s in (0, 6))
+    build = logs.Step(3, started, ended)
+    for step, expected in ((None, "curl: (6)"), (build, GCC)):
+        job = JobClassifier(compiled(), "job", failing_step=step)
+        job.feed(data)
+        root = job.finish().root_cause
+        assert root is not None and root.text.startswith(expected)

@@ -155,6 +155,7 @@ class JobClassifier:
         log_size: int | None = None,
         keep_winners: bool = False,
         max_cpu_s: float = MAX_JOB_CPU_S,
+        failing_step: logs.Step | None = None,
     ) -> None:
         self._catalog = catalog
         self._name = name
@@ -180,6 +181,10 @@ class JobClassifier:
         self._failing_section: int | None = None
         self._candidates = ranking.Candidates()
         self._failing_candidates: ranking.Candidates | None = None
+        # The step GitHub's API says failed (its time span): the step of the log whose end
+        # falls in it is the failing one, whatever failed after it (`if: failure()` steps).
+        self._api_step = failing_step
+        self._api_failing: int | None = None
         self._winners: list[tuple[int, str, dict[str, str]]] = []
         self._in_long_line = False
         self._timeouts: dict[str, PatternTimeout] = {}
@@ -389,7 +394,19 @@ class JobClassifier:
             if failed is not None:
                 if failed:
                     self._keep_last_words(block, start, number)
+                    if self._api_failing is None and self._in_api_step(timestamp):
+                        self._api_failing = self._section
                 self._end_section(number, ranking.SectionEnd(number, failed, clip(text)))
+
+    def _in_api_step(self, timestamp: str | None) -> bool:
+        step = self._api_step
+        if step is None or timestamp is None or step.started_at is None:
+            return False
+        moment = logs.parse_timestamp(timestamp)
+        # The API's times are to the second, the log's finer.
+        if moment < step.started_at.replace(microsecond=0):
+            return False
+        return step.completed_at is None or moment <= step.completed_at.replace(microsecond=999999)
 
     def _keep_last_words(self, block: bytes, start: int, number: int) -> None:
         """A failing step's last lines, which hold its error when no word says so
@@ -405,7 +422,7 @@ class JobClassifier:
         """The current step ended at line `number`; the next line starts another."""
         if end.failed or len(self._section_ends) < ranking.MAX_SECTIONS:
             self._section_ends[self._section] = end
-        if end.failed:
+        if end.failed and (self._api_failing is None or self._api_failing == self._section):
             self._failing_section = self._section
             self._failing_candidates = self._candidates
         self._section += 1
