@@ -62,6 +62,8 @@ FALLBACK_LITERALS = (
     ),
     *(" " + word for word in ("Failed", "failure", "Failure", "panic", "Killed", "Aborted")),
     *(word + ":" for word in ("error", "Error", "ERROR", "fatal", "Fatal", "FATAL", "panic")),
+    # At a line's start, followed by a space: `Failed asserting that ...` (PHPUnit).
+    *(word + " " for word in ("Failed", "Failure", "FAILED", "Error", "ERROR", "Fatal")),
     "FAIL",
     "ERR!",
     "Traceback",
