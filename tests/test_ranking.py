@@ -270,3 +270,12 @@ def test_the_step_the_api_says_failed_wins_over_a_later_failing_step() -> None:
         job.feed(data)
         root = job.finish().root_cause
         assert root is not None and root.text.startswith(expected)
+
+
+def test_step_ends_are_bounded() -> None:
+    steps = [travis_step(f"step {n}", [], n % 2) for n in range(ranking.MAX_SECTIONS + 50)]
+    result = run_log(log_of([line for step in steps for line in step]))
+    assert result.steps is not None
+    assert len(result.steps.ends) <= ranking.MAX_SECTIONS + 1
+    failing = result.steps.failing_end
+    assert failing is not None and failing.text == 'The command "step 5049" exited with 1.'

@@ -177,6 +177,8 @@ class JobClassifier:
         # Steps (sections of the log between step ends), for ranking and the fallback.
         self._section = 0
         self._section_start = 1
+        # The first step whose end was kept past ranking.MAX_SECTIONS (none yet).
+        self._cap_from = 1 << 62
         self._section_ends: dict[int, ranking.SectionEnd] = {}
         self._failing_section: int | None = None
         self._candidates = ranking.Candidates()
@@ -420,9 +422,16 @@ class JobClassifier:
 
     def _end_section(self, number: int, end: ranking.SectionEnd) -> None:
         """The current step ended at line `number`; the next line starts another."""
-        if end.failed or len(self._section_ends) < ranking.MAX_SECTIONS:
+        failing = end.failed and self._api_failing in (None, self._section)
+        if len(self._section_ends) < ranking.MAX_SECTIONS:
             self._section_ends[self._section] = end
-        if end.failed and (self._api_failing is None or self._api_failing == self._section):
+        elif failing:
+            # Past the bound only the failing step's end is kept (the one it replaces goes).
+            if self._failing_section is not None and self._failing_section >= self._cap_from:
+                del self._section_ends[self._failing_section]
+            self._cap_from = min(self._cap_from, self._section)
+            self._section_ends[self._section] = end
+        if failing:
             self._failing_section = self._section
             self._failing_candidates = self._candidates
         self._section += 1
