@@ -4,8 +4,11 @@ A log arrives in chunks of any size (a download, a file, stdin). Chunks are cut 
 of complete lines; a multi-literal prefilter finds the lines that hold a signature's keyword
 or a marker, and only those lines are decoded and tried against the signatures' regular
 expressions, best priority first. The first signature that matches a line wins that line.
-The job's root cause is its best-priority match; the others are listed as also seen. Nothing
-here knows about GitHub: this is a pure function of the bytes and the catalog.
+The same scan finds the ends of steps and the lines holding an error word, so each match
+knows its step and each step keeps a bounded set of best-guess lines. At the end, ranking.py
+orders the matches as a person reads the log (the root cause first, the others as also
+seen) and picks the best-guess lines. Nothing here talks to GitHub: this is a pure function
+of the bytes, the catalog and (optionally) the step the API says failed.
 """
 
 from __future__ import annotations
