@@ -73,8 +73,9 @@ def _parser() -> argparse.ArgumentParser:
     triage.add_argument(
         "--explain",
         action="store_true",
-        help="also print, per job, every candidate root cause weighed: its score (wrapper, "
-        "step, level, recovered, priority, nearness to the failing step's end) and why it "
+        help="also print, per job, every candidate root cause weighed: its score (not "
+        "deferred to a specific error, in the failing step, not at a low level, not a "
+        "recovered retry, priority, nearness to the failing step's end, first) and why it "
         "ranks where it does; with --format json, as each job's `candidates`",
     )
     triage.add_argument(

@@ -244,7 +244,15 @@ def demoted(item: Weighed) -> bool:
 
 
 # The parts of a score, in the order they are compared.
-SCORE_PARTS = ("specific", "step", "level", "recovered", "priority", "nearness", "first")
+SCORE_PARTS = (
+    "not_deferred",
+    "step",
+    "not_low_level",
+    "not_recovered",
+    "priority",
+    "nearness",
+    "first",
+)
 
 
 @dataclass(frozen=True)
