@@ -279,3 +279,14 @@ def test_step_ends_are_bounded() -> None:
     assert len(result.steps.ends) <= ranking.MAX_SECTIONS + 1
     failing = result.steps.failing_end
     assert failing is not None and failing.text == 'The command "step 5049" exited with 1.'
+
+
+def test_a_step_that_passed_ranks_below_even_when_no_step_is_marked_failing() -> None:
+    # A log cut short (a time-out, as in bitcoin/bitcoin build 567191495 of LogChunks): the
+    # step that said exit 0 passed; the last, unfinished one holds the failure.
+    dns = "curl: (6) Could not resolve host: cli-assets.heroku.com"
+    lines = [*travis_step("curl https://cli-assets.heroku.com/install.sh | sh", [dns], 0), GCC]
+    result = run_log(log_of(lines))
+    assert result.root_cause is not None and result.root_cause.text == GCC
+    network = next(w for w in result.weighed if w.match.text == dns)
+    assert network.score[1] == 0 and "in a step that passed" in network.reason

@@ -359,14 +359,15 @@ def _nearest_above(wrapper: Match, matches: Sequence[Match], *, wrappers: bool) 
 
 
 def _step_rank(match: Match, steps: Steps) -> tuple[int, str]:
+    end = steps.ends.get(match.section)
+    if end is not None and not end.failed and match.section != steps.failing:
+        # Also when no step is marked failing (a log cut short): this one said it passed.
+        return 0, f"in a step that passed (ended at line {end.line})"
     if steps.failing is None:
         return 2, "no failing step is marked in the log"
     if match.section == steps.failing:
         failing = steps.ends[steps.failing]
         return 2, f"in the failing step (ended at line {failing.line}: `{_short(failing.text)}`)"
-    end = steps.ends.get(match.section)
-    if end is not None and not end.failed:
-        return 0, f"in a step that passed (ended at line {end.line})"
     if match.section > steps.failing:
         return 1, "after the failing step"
     return 1, "in an earlier step that failed"
