@@ -74,6 +74,8 @@ class Signature:
     # The file's text when it was not read from `path` (a repository's signature, fetched
     # from GitHub): messages find their lines in it, never in a local file of that name.
     source: str | None = field(default=None, repr=False, compare=False)
+    # A wrapper or summary line: it defers to a specific error above it in the same step.
+    wraps: bool = False
 
     @property
     def generic(self) -> bool:
@@ -360,6 +362,7 @@ def _build(
         path=path,
         origin=origin,
         source=source,
+        wraps=data.get("wraps", False),
     )
     return signature, []
 

@@ -4,8 +4,11 @@ A log arrives in chunks of any size (a download, a file, stdin). Chunks are cut 
 of complete lines; a multi-literal prefilter finds the lines that hold a signature's keyword
 or a marker, and only those lines are decoded and tried against the signatures' regular
 expressions, best priority first. The first signature that matches a line wins that line.
-The job's root cause is its best-priority match; the others are listed as also seen. Nothing
-here knows about GitHub: this is a pure function of the bytes and the catalog.
+The same scan finds the ends of steps and the lines holding an error word, so each match
+knows its step and each step keeps a bounded set of best-guess lines. At the end, ranking.py
+orders the matches as a person reads the log (the root cause first, the others as also
+seen) and picks the best-guess lines. Nothing here talks to GitHub: this is a pure function
+of the bytes, the catalog and (optionally) the step the API says failed.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from collections.abc import Iterable
 
 import regex
 
-from triage_bot import logs
+from triage_bot import logs, ranking
 from triage_bot.catalog import Catalog, Signature
 from triage_bot.classify_results import (
     FallbackLine,
@@ -40,7 +43,7 @@ MAX_VARIANTS = 50
 MAX_LINE_BYTES = 64 * 1024
 # Pieces smaller than this are gathered before they are classified.
 MIN_BLOCK_BYTES = 512 * 1024
-FALLBACK_LINES = 6
+FALLBACK_LINES = ranking.FALLBACK_LINES
 # A repository's signature is an untrusted regex run on a shared worker: each search may take
 # this much CPU time of the worker's thread (a timeout is no match on that line), and after
 # this many timeouts in one job the signature is skipped for the rest of it. CPU time, not
@@ -69,14 +72,6 @@ _ERROR_MARKER = b"##[error]"
 # number of them) so that a line can be linked to GitHub's log viewer (#step:S:L).
 _GROUP_MARKER = b"##[group]"
 MAX_GROUP_MARKS = 5000
-# The best-guess lines are looked for among this many lines before the first failing step's
-# exit, or at the end of the log; scanning the whole log for words like "error" would cost
-# more than all the signatures together.
-_FALLBACK_WINDOW = 200
-_HEURISTIC_SCORE = regex.compile(
-    r"(?P<strong>\b(?:error|Error|ERROR|FAILED|FAIL|fatal|Fatal|FATAL|panic|Traceback|Exception"
-    r"|Killed|Aborted)\b)|(?P<weak>fail|denied|timed out|Timeout|not found|No such file|exit code)"
-)
 _PROCESS_EXIT = "##[error]Process completed with exit code"
 
 
@@ -105,6 +100,13 @@ class CompiledCatalog:
                 self.by_literal.setdefault(trigger_index(trigger), []).append(signature)
         self.error_marker = trigger_index(Trigger(_ERROR_MARKER))
         self.group_marker = trigger_index(Trigger(_GROUP_MARKER))
+        # The ends of steps (ranking.step_end) and the words of best-guess error lines.
+        self.step_ends = frozenset(
+            trigger_index(Trigger(t.encode())) for t in ranking.STEP_END_LITERALS
+        )
+        self.error_words = frozenset(
+            trigger_index(Trigger(t.encode())) for t in ranking.FALLBACK_LITERALS
+        )
         stand_ins = [k.encode() for s in catalog.signatures if s.prefilter for k in s.keywords]
         self.prefilter: Prefilter = build_prefilter(triggers, engine_name, stand_ins)
         self._keyword_bytes = {
@@ -156,6 +158,7 @@ class JobClassifier:
         log_size: int | None = None,
         keep_winners: bool = False,
         max_cpu_s: float = MAX_JOB_CPU_S,
+        failing_step: logs.Step | None = None,
     ) -> None:
         self._catalog = catalog
         self._name = name
@@ -174,7 +177,19 @@ class JobClassifier:
         self._pending_after: list[Match] = []
         self._annotations: list[FallbackLine] = []
         self._groups: list[logs.GroupMark] = []
-        self._before_exit: list[FallbackLine] | None = None
+        # Steps (sections of the log between step ends), for ranking and the fallback.
+        self._section = 0
+        self._section_start = 1
+        # The first step whose end was kept past ranking.MAX_SECTIONS (none yet).
+        self._cap_from = 1 << 62
+        self._section_ends: dict[int, ranking.SectionEnd] = {}
+        self._failing_section: int | None = None
+        self._candidates = ranking.Candidates()
+        self._failing_candidates: ranking.Candidates | None = None
+        # The step GitHub's API says failed (its time span): the step of the log whose end
+        # falls in it is the failing one, whatever failed after it (`if: failure()` steps).
+        self._api_step = failing_step
+        self._api_failing: int | None = None
         self._winners: list[tuple[int, str, dict[str, str]]] = []
         self._in_long_line = False
         self._timeouts: dict[str, PatternTimeout] = {}
@@ -243,13 +258,18 @@ class JobClassifier:
             rest = bytes(self._carry)
             self._process(rest if rest.endswith(b"\n") else rest + b"\n")
             self._carry = bytearray()
-        # Best priority first; between equals, the earliest line.
-        matches = sorted(
+        # Stable order first (priority, line, catalog rank), then as a person reads the log.
+        found = sorted(
             self._matches.values(),
             key=lambda m: (-m.signature.priority, m.line, self._catalog.rank[m.signature.id]),
         )
+        steps = ranking.Steps(dict(self._section_ends), self._failing_section)
+        weighed = ranking.rank(found, steps, self._lines_done)
+        for item in weighed:
+            item.match.reason = item.reason
+        matches = [item.match for item in weighed]
         root = matches[0] if matches else None
-        fallback = self._fallback() if root is None or root.signature.generic else []
+        fallback = self._fallback(root) if _needs_fallback(weighed) else []
         return JobResult(
             name=self._name,
             matches=matches,
@@ -262,6 +282,8 @@ class JobClassifier:
             groups=self._groups,
             timeouts=list(self._timeouts.values()),
             time_cut=self._time_cut,
+            weighed=weighed,
+            steps=steps,
         )
 
     def _flush_long_line(self) -> None:
@@ -350,33 +372,82 @@ class JobClassifier:
             if catalog.keywords_hold(s, clean)
         ]
         markers = catalog.error_marker in present or catalog.group_marker in present
-        if not candidates and not markers:
+        step_end = markers or not catalog.step_ends.isdisjoint(present)
+        error_words = not catalog.error_words.isdisjoint(present)
+        if not candidates and not step_end and not error_words:
             return
         # Counted only now: most lines the scan finds end above, and lines come in order.
         number = self._lines_done + counter.newlines_before(start) + 1
         timestamp, text = logs.normalise(clean)
         if catalog.error_marker in present:
-            self._track_error(block, start, number, text)
+            self._track_error(number, text)
         if catalog.group_marker in present and text.startswith("##[group]"):
             self._mark_group(number, timestamp, text)
+            if text.startswith(ranking.GITHUB_STEP_START):
+                self._end_section(number - 1, ranking.SectionEnd(number - 1, False, ""))
         candidates.sort(key=lambda s: catalog.rank[s.id])
-        for signature in candidates:
-            if self._try_signature(signature, block, start, end, number, timestamp, text):
-                return
+        matched = any(
+            self._try_signature(signature, block, start, end, number, timestamp, text)
+            for signature in candidates
+        )
+        if not matched and error_words:
+            score = ranking.line_score(text)
+            if score:
+                self._candidates.add(score, FallbackLine(number, clip(text)))
+        if step_end:
+            failed = ranking.step_end(text)
+            if failed is not None:
+                if failed:
+                    self._keep_last_words(block, start, number)
+                    if self._api_failing is None and self._in_api_step(timestamp):
+                        self._api_failing = self._section
+                self._end_section(number, ranking.SectionEnd(number, failed, clip(text)))
+
+    def _in_api_step(self, timestamp: str | None) -> bool:
+        step = self._api_step
+        if step is None or timestamp is None or step.started_at is None:
+            return False
+        moment = logs.parse_timestamp(timestamp)
+        # The API's times are to the second, the log's finer.
+        if moment < step.started_at.replace(microsecond=0):
+            return False
+        return step.completed_at is None or moment <= step.completed_at.replace(microsecond=999999)
+
+    def _keep_last_words(self, block: bytes, start: int, number: int) -> None:
+        """A failing step's last lines, which hold its error when no word says so
+        (`install-jdk.sh: Permission denied`): kept only at the end of a failing step."""
+        lines = self._lines_before(block, start, ranking.LAST_WORDS)
+        first = number - len(lines)
+        for offset, text in enumerate(lines):
+            line = first + offset
+            if line > self._section_start and (score := ranking.last_words_score(text)):
+                self._candidates.add(score, FallbackLine(line, text))
+
+    def _end_section(self, number: int, end: ranking.SectionEnd) -> None:
+        """The current step ended at line `number`; the next line starts another."""
+        failing = end.failed and self._api_failing in (None, self._section)
+        if len(self._section_ends) < ranking.MAX_SECTIONS:
+            self._section_ends[self._section] = end
+        elif failing:
+            # Past the bound only the failing step's end is kept (the one it replaces goes).
+            if self._failing_section is not None and self._failing_section >= self._cap_from:
+                del self._section_ends[self._failing_section]
+            self._cap_from = min(self._cap_from, self._section)
+            self._section_ends[self._section] = end
+        if failing:
+            self._failing_section = self._section
+            self._failing_candidates = self._candidates
+        self._section += 1
+        self._section_start = number + 1
+        self._candidates = ranking.Candidates()
 
     def _mark_group(self, number: int, timestamp: str | None, text: str) -> None:
         if len(self._groups) < MAX_GROUP_MARKS:
             self._groups.append(logs.GroupMark(number, timestamp, text[len("##[group]") :]))
 
-    def _track_error(self, block: bytes, start: int, number: int, text: str) -> None:
-        if not text.startswith(_PROCESS_EXIT):
-            if len(self._annotations) < FALLBACK_LINES:
-                self._annotations.append(FallbackLine(number, clip(text)))
-        elif self._before_exit is None:
-            # The lines of the first failing step are the best guess; keep them now.
-            lines = self._lines_before(block, start, _FALLBACK_WINDOW)
-            first = number - len(lines)
-            self._before_exit = [FallbackLine(first + i, t) for i, t in enumerate(lines)]
+    def _track_error(self, number: int, text: str) -> None:
+        if not text.startswith(_PROCESS_EXIT) and len(self._annotations) < FALLBACK_LINES:
+            self._annotations.append(FallbackLine(number, clip(text)))
 
     def _try_signature(
         self,
@@ -409,6 +480,7 @@ class JobClassifier:
         known = self._matches.get(key)
         if known is not None:
             known.count += 1
+            known.last_line = number
             _add_variants(known, captures)
             return True
         if len(self._matches) >= MAX_DISTINCT_MATCHES:
@@ -421,6 +493,9 @@ class JobClassifier:
             timestamp=timestamp,
             before=self._lines_before(block, start, signature.before),
             after=lines_after(block, end, signature.after),
+            last_line=number,
+            section=self._section,
+            level=ranking.low_level(text, found.start()),
         )
         _add_variants(match, captures)
         self._matches[key] = match
@@ -459,25 +534,28 @@ class JobClassifier:
                 still_pending.append(match)
         self._pending_after = still_pending
 
-    def _fallback(self) -> list[FallbackLine]:
-        pool = self._before_exit
-        if pool is None:
-            tail = lines_ending_at(self._recent, len(self._recent), _FALLBACK_WINDOW)
-            first = self._lines_done - len(tail) + 1
-            pool = [FallbackLine(first + i, text) for i, text in enumerate(tail)]
-        scored: list[tuple[int, int, str]] = []
-        for candidate in [*self._annotations, *pool]:
-            text = candidate.text
-            if text.startswith(_PROCESS_EXIT) or not text.strip():
-                continue
-            found = _HEURISTIC_SCORE.search(text)
-            score = 0 if found is None else (2 if found.group("strong") else 1)
-            if text.startswith("##[error]"):
-                score += 2
-            if score:
-                scored.append((score, candidate.line, text))
-        best = sorted(set(scored), key=lambda item: (-item[0], -item[1]))[:FALLBACK_LINES]
-        return [FallbackLine(number, text) for _score, number, text in sorted(best, key=_by_line)]
+    def _fallback(self, root: Match | None) -> list[FallbackLine]:
+        """The best-guess error lines: of the failing step (the one a wrapper root cause
+        ended, above it), else of the log's last step; GitHub's annotations first."""
+        annotations = [(3, line) for line in self._annotations]
+        failing = self._failing_candidates
+        below = root.line if root is not None and root.signature.wraps else None
+        if below is not None and root is not None and root.section != self._failing_section:
+            failing = self._candidates if root.section == self._section else None
+        if failing is None:
+            pool = self._candidates.all()
+            return ranking.pick_fallback([*annotations, *pool], first=False, below=below)
+        return ranking.pick_fallback([*annotations, *failing.all()], first=True, below=below)
+
+
+def _needs_fallback(weighed: list[ranking.Weighed]) -> bool:
+    """No root cause, a catch-all one, a wrapper line with no specific error matched above
+    it (one that deferred ranks below that error), or one that ranked first only for want of
+    better (a warning, a step that passed): the reader also gets the best-guess lines."""
+    if not weighed:
+        return True
+    root = weighed[0]
+    return root.match.signature.generic or root.match.signature.wraps or ranking.demoted(root)
 
 
 def _regex_pieces(text: str) -> list[str]:
@@ -495,7 +573,3 @@ def _add_variants(match: Match, captures: dict[str, str]) -> None:
         values = match.variants.setdefault(name, [])
         if value not in values and len(values) < MAX_VARIANTS:
             values.append(value)
-
-
-def _by_line(item: tuple[int, int, str]) -> int:
-    return item[1]

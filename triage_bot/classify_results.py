@@ -5,9 +5,13 @@ job's own time ran out."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from triage_bot import logs
 from triage_bot.catalog import Signature
+
+if TYPE_CHECKING:  # ranking imports this module
+    from triage_bot.ranking import Steps, Weighed
 
 
 @dataclass
@@ -24,6 +28,13 @@ class Match:
     # The distinct values of the other captures across those occurrences (e.g. the tests
     # that failed with one error), a few of each.
     variants: dict[str, list[str]] = field(default_factory=dict)
+    # The line of the last occurrence, the step (section of the log) of the first, and the
+    # level it was printed at when below ERROR (ranking.low_level).
+    last_line: int = 0
+    section: int = 0
+    level: str | None = None
+    # Why it ranks where it does (the root cause: why it won); set by ranking.rank.
+    reason: str = ""
 
     @property
     def key(self) -> tuple[str, tuple[str, ...]]:
@@ -69,6 +80,9 @@ class JobResult:
     timeouts: list[PatternTimeout] = field(default_factory=list)
     # Set when the job's CPU budget ran out: the lines from there on were not classified.
     time_cut: TimeCut | None = None
+    # Every match with its score and reason, best first (`--explain`); the steps seen.
+    weighed: list[Weighed] = field(default_factory=list)
+    steps: Steps | None = None
 
     @property
     def root_cause(self) -> Match | None:

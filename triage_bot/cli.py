@@ -71,6 +71,14 @@ def _parser() -> argparse.ArgumentParser:
         "RUN_URL, TRIAGE_MAX_LOG_BYTES)",
     )
     triage.add_argument(
+        "--explain",
+        action="store_true",
+        help="also print, per job, every candidate root cause weighed: its score (not "
+        "deferred to a specific error, in the failing step, not at a low level, not a "
+        "recovered retry, priority, nearness to the failing step's end, first) and why it "
+        "ranks where it does; with --format json, as each job's `candidates`",
+    )
+    triage.add_argument(
         "--post",
         action="store_true",
         help="with a RUN_URL: also create or edit the comment on the run's pull request(s), "

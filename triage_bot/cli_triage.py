@@ -11,8 +11,10 @@ from pathlib import Path
 from triage_bot import rerun, sources
 from triage_bot.catalog import Catalog, load_catalog
 from triage_bot.classify import CompiledCatalog, JobClassifier
+from triage_bot.classify_results import JobResult
 from triage_bot.config import load_settings
 from triage_bot.log_tail import tail_note
+from triage_bot.ranking import SCORE_PARTS
 from triage_bot.report import Job, Report, build_report, report_json
 
 
@@ -41,7 +43,7 @@ def triage(args: argparse.Namespace) -> None:
             load_settings(os.environ).require("cli"),
             rerun.parse_run_url(urls[0]),
             lambda: CompiledCatalog(load(args.catalog)),
-            lambda report: print_report(report, args.format),
+            lambda report: print_report(report, args.format, explain=args.explain),
             post=args.post,
             max_bytes=args.max_bytes,
         )
@@ -53,7 +55,7 @@ def triage(args: argparse.Namespace) -> None:
     jobs = [job for job in (_triage_one(j, compiled, args.max_bytes) for j in jobs_in) if job]
     if not jobs:
         raise sources.InputError("no log could be read")
-    print_report(build_report(jobs), args.format)
+    print_report(build_report(jobs), args.format, explain=args.explain)
 
 
 def _warn(problem: str) -> None:
@@ -83,11 +85,22 @@ def _triage_one(
     return Job(result, note=note)
 
 
-def print_report(report: Report, chosen: str | None) -> None:
+def print_report(report: Report, chosen: str | None, *, explain: bool = False) -> None:
     output_format = chosen or ("text" if sys.stdout.isatty() else "markdown")
     if output_format == "json":
-        print(json.dumps(report_json(report), indent=2, ensure_ascii=False))
-    elif output_format == "markdown":
+        data = report_json(report)
+        if explain:
+            for job, shown in zip(report.jobs, data["jobs"], strict=True):
+                shown["candidates"] = candidates_json(job.result)
+        print(json.dumps(data, indent=2, ensure_ascii=False))
+        return
+    print_view(report, output_format)
+    if explain:
+        sys.stdout.write(explanation(report))
+
+
+def print_view(report: Report, output_format: str) -> None:
+    if output_format == "markdown":
         from triage_bot.render import render_comment  # jinja2: not needed for JSON
 
         sys.stdout.write(render_comment(report))
@@ -95,3 +108,33 @@ def print_report(report: Report, chosen: str | None) -> None:
         from triage_bot.render import render_text
 
         sys.stdout.write(render_text(report))
+
+
+def explanation(report: Report) -> str:
+    """Every job's candidates as they were weighed, best first, one line each."""
+    out = []
+    for job in report.jobs:
+        out.append(f"\nCandidates weighed for job {job.name!r} (score: {', '.join(SCORE_PARTS)}):")
+        if not job.result.weighed:
+            out.append("  none: no signature matched")
+        for place, item in enumerate(job.result.weighed, start=1):
+            match = item.match
+            score = ", ".join(str(part) for part in item.score)
+            out.append(
+                f"  {place}. {match.signature.id} line {match.line} [{score}]: {match.text}\n"
+                f"     {item.reason}"
+            )
+    return "\n".join(out) + "\n"
+
+
+def candidates_json(result: JobResult) -> list[dict[str, object]]:
+    return [
+        {
+            "signature": item.match.signature.id,
+            "line": item.match.line,
+            "text": item.match.text,
+            "score": dict(zip(SCORE_PARTS, item.score, strict=True)),
+            "reason": item.reason,
+        }
+        for item in result.weighed
+    ]

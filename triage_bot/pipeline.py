@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from triage_bot import baseline, check_run
+from triage_bot import baseline, check_run, logs
 from triage_bot.baseline import base_job_name as base_job_name  # where it used to live
 from triage_bot.classify import CompiledCatalog, JobClassifier
 from triage_bot.comment_sections import Section
@@ -114,7 +114,12 @@ def _triage_job(
     retry_logs: bool,
 ) -> Job:  # fmt: skip
     # The byte cap keeps the log's tail: the whole log streams by, its head only counted.
-    classifier = JobClassifier(catalog, job.name, max_bytes=max_bytes)
+    # The step the API says failed, when the job's listing has its steps: ranking uses it.
+    failed = next((s for s in job.steps if s.conclusion == "failure"), None)
+    failing_step = (
+        None if failed is None else logs.Step(failed.number, failed.started_at, failed.completed_at)
+    )
+    classifier = JobClassifier(catalog, job.name, max_bytes=max_bytes, failing_step=failing_step)
     outcome = client.stream_job_log(repo, job.id, classifier.feed, None, classifier.expect_size)
     check_log(outcome, job.name, retry_logs)  # LogsUnavailable: the queue comes back later
     result = classifier.finish()

@@ -176,6 +176,8 @@ def match_json(match: Match) -> dict[str, Any]:
         "before": match.before,
         "after": match.after,
         "retry": match.signature.retry,
+        # The root cause: why it won; the others: why they rank below it.
+        "reason": match.reason,
     }
 
 
