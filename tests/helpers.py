@@ -64,3 +64,22 @@ def triage_payload(
         "conclusion": "failure",
     }
     return {**job, **changes}
+
+
+# `serve` with a worker whose handler only records a comment: the server's own behaviour,
+# in a process of its own (python -c SERVE PORT).
+SERVE = textwrap.dedent(
+    """
+    import os, sys
+    from triage_bot.config import load_settings
+    from triage_bot.queue import QueueOptions
+    from triage_bot.server import serve
+
+    def handler(payload, context):
+        context.store.record_comment(payload["repo"], 1, 1, "hash", payload["head_sha"])
+        return {"triaged": payload["run_id"]}
+
+    serve(load_settings(os.environ), "127.0.0.1", int(sys.argv[1]), worker=True, workers=1,
+          handler=handler, options=QueueOptions(poll_interval=0.05))
+    """
+)

@@ -12,7 +12,6 @@ import signal
 import socket
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 import uuid
@@ -24,6 +23,7 @@ import httpx
 import httpx2
 import pytest
 import uvicorn
+from helpers import SERVE
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from services import create_database, drop_database, free_port, queue_url, start_postgres
@@ -345,23 +345,6 @@ def test_over_http_acknowledgements_are_fast(live: str, server: Server) -> None:
     timings.sort()
     assert timings[len(timings) // 2] < 0.05, timings  # generous: CI machines are shared
     assert server.queue.depth() == 50
-
-
-SERVE = textwrap.dedent(
-    """
-    import os, sys
-    from triage_bot.config import load_settings
-    from triage_bot.queue import QueueOptions
-    from triage_bot.server import serve
-
-    def handler(payload, context):
-        context.store.record_comment(payload["repo"], 1, 1, "hash", payload["head_sha"])
-        return {"triaged": payload["run_id"]}
-
-    serve(load_settings(os.environ), "127.0.0.1", int(sys.argv[1]), worker=True, workers=1,
-          handler=handler, options=QueueOptions(poll_interval=0.05))
-    """
-)
 
 
 def test_serve_runs_server_and_worker_in_one_process(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ import httpx
 import psycopg
 import pytest
 import redis
+from helpers import SERVE
 from services import create_database, drop_database, free_port, start_postgres
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
@@ -43,22 +44,6 @@ from triage_bot.store_errors import describe, storage_failure, verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 TMPFS_SIZE = "16m"
-
-SERVE = textwrap.dedent(
-    """
-    import os, sys
-    from triage_bot.config import load_settings
-    from triage_bot.queue import QueueOptions
-    from triage_bot.server import serve
-
-    def handler(payload, context):
-        context.store.record_comment(payload["repo"], 1, 1, "hash", payload["head_sha"])
-        return {"triaged": payload["run_id"]}
-
-    serve(load_settings(os.environ), "127.0.0.1", int(sys.argv[1]), worker=True, workers=1,
-          handler=handler, options=QueueOptions(poll_interval=0.05))
-    """
-)
 
 
 def _private_mounts_refused(tmp_path: Path) -> str | None:
