@@ -32,9 +32,12 @@ from triage_bot.render import render_signature_text
 # text the classifier hands a pattern (classify.MAX_REGEX_CHARS). The `regex` engine spends
 # 100-300 ns per position where no literal leads the search (a lazy step, an alternation
 # tried at each character), so a linear pattern costs up to ~12 ms per 64 KiB of adversarial
-# run; 20 ms leaves the margin a shared CI machine needs (bench/regex_worst.py).
+# run on a quiet machine. The same pattern measured 10 ms and 21-31 ms in runs an hour apart
+# here (one timing of the pattern against the best of three of the reference), and CI fails
+# on a refusal, so the bound is 50 ms: growth still catches every superlinear pattern, and a
+# linear one at 50 ms costs at most that per line (a job's CPU budget bounds the rest).
 LINEAR_SIZES = (8 * 1024, 64 * 1024)
-MAX_CPU_PER_64K_S = 0.020
+MAX_CPU_PER_64K_S = 0.050
 MAX_GROWTH = 20.0
 _NOISE_FLOOR_S = 0.001
 # The bound is for the machine these figures were taken on; a slower (or busier: CPU time
@@ -326,7 +329,7 @@ def linearity_problems(signature: Signature, cpu_deadline: float | None = None) 
     where = signature_line(signature, ["pattern"])
     try:
         for probe in costliest_probes(signature, cpu_deadline):
-            found = _verdict(probe, *probe_costs(signature, probe, cpu_deadline))
+            found = _confirmed_verdict(signature, probe, cpu_deadline)
             if found:
                 return [Problem(signature.path, where, found, _LINEAR_HINT)]
     except TimeoutError:
@@ -349,6 +352,20 @@ def _limit(cpu_deadline: float | None) -> float:
         return BACKTRACK_TIMEOUT_S
     # Out of budget is a timeout too: the caller tells the two apart by the deadline.
     return max(1e-6, min(BACKTRACK_TIMEOUT_S, cpu_deadline - time.thread_time()))
+
+
+def _confirmed_verdict(
+    signature: Signature, probe: Probe, cpu_deadline: float | None
+) -> str | None:
+    """The verdict on the best of up to three timings: one timing can land on a busy moment
+    of a shared machine, and a refused pattern fails CI. A slow pattern stays slow in all."""
+    small, large = probe_costs(signature, probe, cpu_deadline)
+    for _ in range(2):
+        if _verdict(probe, small, large) is None:
+            return None
+        again = probe_costs(signature, probe, cpu_deadline)
+        small, large = min(small, again[0]), min(large, again[1])
+    return _verdict(probe, small, large)
 
 
 def machine_slowness() -> float:

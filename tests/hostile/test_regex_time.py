@@ -34,7 +34,7 @@ from triage_bot.report import build_report
 REFERENCE = regex.compile(r"[a-z]+\d")
 REFERENCE_TEXT = "a " * 32768
 # How much a built-in pattern may cost on its worst 64 KiB line, in reference searches
-# (the reference is ~2.6 ms here; lint allows 20 ms, i.e. ~8 of them).
+# (the reference is ~2.6 ms here; lint refuses past 50 ms, catching what this lets by).
 MAX_REFERENCES = 12.0
 MAX_GROWTH = 24.0  # 8x the text: 8x the time when linear, 64x when quadratic
 
@@ -53,14 +53,26 @@ def reference_cost() -> float:
     return min(cpu(lambda: REFERENCE.search(REFERENCE_TEXT)) for _ in range(3))
 
 
+def too_slow(small: float, large: float, reference: float) -> bool:
+    growth = large / max(small, 1e-9)
+    return large > MAX_REFERENCES * reference or (large > 0.002 and growth > MAX_GROWTH)
+
+
 def test_every_builtin_pattern_is_linear_on_adversarial_long_lines() -> None:
     slow: list[str] = []
     for signature in builtin().signatures:
         for probe in costliest_probes(signature)[:3]:
             small, large = probe_costs(signature, probe)
             reference = reference_cost()
+            # One timing can land on a busy moment of a shared machine: a pattern is slow
+            # only when it stays slow in three (the reference is already the best of three).
+            for _ in range(2):
+                if not too_slow(small, large, reference):
+                    break
+                again = probe_costs(signature, probe)
+                small, large = min(small, again[0]), min(large, again[1])
             growth = large / max(small, 1e-9)
-            if large > MAX_REFERENCES * reference or (large > 0.002 and growth > MAX_GROWTH):
+            if too_slow(small, large, reference):
                 slow.append(
                     f"{signature.id}: {large * 1000:.1f} ms at 64 KiB ({growth:.0f}x the 8 KiB "
                     f"time; reference {reference * 1000:.1f} ms) on "
