@@ -18,6 +18,19 @@ ROOT = Path(__file__).resolve().parents[2]
 ADDRESS_SPACE = 1536 * 1024 * 1024
 
 
+def run_cli(tmp_path: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`triage-bot ARGS...` as a process, with a catalog cache of the test's own."""
+    env = {**os.environ, "TRIAGE_CACHE_DIR": str(tmp_path / "cache")}
+    return subprocess.run(
+        [sys.executable, "-m", "triage_bot", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env=env,
+    )
+
+
 def bomb(key: str = "keywords", levels: int = 9) -> str:
     """The "billion laughs": 9 levels of nine aliases, 9**10 strings once expanded, put
     under `key` (where the schema check looks) of an otherwise small mapping."""

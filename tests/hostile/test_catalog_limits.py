@@ -4,9 +4,6 @@ which `catalog lint` and `triage --catalog` refuse alike."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +12,7 @@ import pytest
 from fakegithub import FakeGitHub
 from repo_world import FROB_LOG, WIDGETS, World, make_world
 
-from hostile.hostile_yaml import ROOT, signature_text
+from hostile.hostile_yaml import run_cli, signature_text
 from triage_bot import catalog_check
 from triage_bot.limits import (
     MAX_EXAMPLES,
@@ -140,18 +137,6 @@ def test_an_oversize_repository_signature_is_not_fetched(world: World) -> None:
 # ---- symbolic links out of a catalog folder ------------------------------------------------
 
 
-def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "TRIAGE_CACHE_DIR": str(tmp_path / "cache")}
-    return subprocess.run(
-        [sys.executable, "-m", "triage_bot", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-        env=env,
-    )
-
-
 def test_lint_and_triage_refuse_alike_a_link_leading_out_of_the_folder(tmp_path: Path) -> None:
     outside = _write(tmp_path / "elsewhere", "frob", signature_text("frob", [LINE]))
     folder = tmp_path / "patterns"
@@ -162,12 +147,12 @@ def test_lint_and_triage_refuse_alike_a_link_leading_out_of_the_folder(tmp_path:
     job.write_bytes(FROB_LOG)
     refusal = f"{link}: a symbolic link to {outside.resolve()}, outside {folder}; skipped"
 
-    lint = _cli(tmp_path, "catalog", "lint", str(folder))
+    lint = run_cli(tmp_path, "catalog", "lint", str(folder))
     assert lint.returncode == 1
     assert refusal in lint.stdout and "catalog lint: 0 signatures, 1 problems" in lint.stdout
-    test = _cli(tmp_path, "catalog", "test", str(folder))
+    test = run_cli(tmp_path, "catalog", "test", str(folder))
     assert test.returncode == 1 and refusal in test.stdout
-    triage = _cli(tmp_path, "triage", "--format", "json", "--catalog", str(folder), str(job))
+    triage = run_cli(tmp_path, "triage", "--format", "json", "--catalog", str(folder), str(job))
     assert triage.returncode == 0, triage.stderr
     assert f"triage-bot: signature skipped: {refusal}" in triage.stderr
     assert '"frob"' not in triage.stdout  # the linked signature did not run
@@ -175,10 +160,10 @@ def test_lint_and_triage_refuse_alike_a_link_leading_out_of_the_folder(tmp_path:
     # The control: the same file copied in is linted and runs.
     link.unlink()
     link.write_text(outside.read_text())
-    assert _cli(tmp_path, "catalog", "lint", str(folder)).stdout.endswith(
+    assert run_cli(tmp_path, "catalog", "lint", str(folder)).stdout.endswith(
         "catalog lint: 1 signatures, 1 problems\n"  # no frob.log beside the copy
     )
-    triage = _cli(tmp_path, "triage", "--format", "json", "--catalog", str(folder), str(job))
+    triage = run_cli(tmp_path, "triage", "--format", "json", "--catalog", str(folder), str(job))
     assert "signature skipped" not in triage.stderr and '"frob"' in triage.stdout
 
 

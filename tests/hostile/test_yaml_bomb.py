@@ -16,7 +16,7 @@ import pytest
 from fakegithub import FakeGitHub
 from test_e2e import Stack
 
-from hostile.hostile_yaml import ROOT, bomb, measure, signature_text
+from hostile.hostile_yaml import bomb, measure, run_cli, signature_text
 from triage_bot import safe_yaml
 from triage_bot.limits import MAX_MESSAGE_CHARS, MAX_YAML_DEPTH, MAX_YAML_NODES
 from triage_bot.repo_catalog import load_repo_signatures
@@ -105,28 +105,17 @@ def test_catalog_lint_of_a_folder_holding_a_bomb_is_bounded(tmp_path: Path) -> N
 
 def test_the_command_line_refuses_the_bomb_in_a_catalog_folder(tmp_path: Path) -> None:
     """`catalog lint`, `catalog test` and `triage --catalog`, as processes: each names it."""
-    import subprocess
-    import sys
-
     folder = tmp_path / "patterns"
     folder.mkdir()
     (folder / "frob.yml").write_text("id: frob\n" + bomb("keywords"), encoding="utf-8")
     log = tmp_path / "job.log"
     log.write_text("all good\n")
-    env = {"TRIAGE_CACHE_DIR": str(tmp_path / "cache"), "PATH": ""}
     for args in (
         ["catalog", "lint", str(folder)],
         ["catalog", "test", str(folder)],
         ["triage", "--catalog", str(folder), str(log)],
     ):
-        done = subprocess.run(
-            [sys.executable, "-m", "triage_bot", *args],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            cwd=ROOT,
-            env=env,
-        )
+        done = run_cli(tmp_path, *args, timeout=60)
         said = done.stdout + done.stderr
         assert "frob.yml:" in said and "(an alias bomb?)" in said, (args, said)
 
