@@ -27,6 +27,7 @@ Prints a count and a share per language and overall. `--misses FILE` writes each
 as a JSON line (file, what was wanted, what was got, any, error).
 
 Usage: python bench/accuracy.py FOLDER [--jobs 2] [--misses FILE] [--cli PATH] [--timeout 60]
+                                [--language NAME ...]
 """
 
 from __future__ import annotations
@@ -193,9 +194,13 @@ class Scored:
 Triager = Callable[[Path], Triage]
 
 
-def score(folder: Path, triager: Triager, jobs: int = 2) -> list[Scored]:
-    """Triage every log of `folder`'s index (with `jobs` at a time) and judge each."""
-    index = load_index(folder)
+def score(
+    folder: Path, triager: Triager, jobs: int = 2, languages: Sequence[str] = ()
+) -> list[Scored]:
+    """Triage every log of `folder`'s index (with `jobs` at a time), or those of the given
+    languages, and judge each."""
+    wanted = {name.lower() for name in languages}
+    index = [row for row in load_index(folder) if not wanted or row.language.lower() in wanted]
     # Threads are enough: each one waits on a CLI process.
     with ThreadPoolExecutor(max(1, jobs)) as pool:
         triages = list(pool.map(triager, [folder / row.file for row in index]))
@@ -265,8 +270,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--cli", type=Path, default=default_cli(), help="triage-bot to run (default: %(default)s)"
     )
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per log (default 60)")
+    parser.add_argument(
+        "--language",
+        action="append",
+        default=[],
+        help="score only the logs of this language (repeatable; default: all)",
+    )
     args = parser.parse_args(argv)
-    results = score(args.folder, cli_triager(args.cli, args.timeout), args.jobs)
+    triager = cli_triager(args.cli, args.timeout)
+    results = score(args.folder, triager, args.jobs, args.language)
     print(table(results))
     if args.misses:
         misses = [miss_record(r) for r in results if not r.outcome.top1]
