@@ -14,10 +14,12 @@ A person reading a failed job's log goes to the end of the step that failed and 
 - then the signature's priority; among equals, the match nearest the failing step's end.
 
 A step's end is `##[error]Process completed with exit code N` (GitHub Actions), `The command
-"..." exited with N.` (Travis CI, N = 0 for a step that passed), `ERROR: Job failed` /
+"..." exited with N.` (Travis CI, N = 0 for a step that passed; `failed and exited with N
+during install.` or `failed 3 times.` in its set-up phases and retries), `ERROR: Job failed` /
 `Job succeeded` (GitLab CI) and `Finished: FAILURE` (Jenkins); a GitHub step also starts at
-its `##[group]Run ...` line. The failing step is the last one whose end said it failed; a log
-with no such end has none, and the step rules are not applied.
+its `##[group]Run ...` line, a Travis one at its `travis_time:start:` marker (what ran before
+it without an end line, Travis' own set-up, went on). The failing step is the last one whose
+end said it failed; a log with no such end has none, and the step rules are not applied.
 
 Only lines the prefilter found reach this module (matches, markers, and lines holding one
 of FALLBACK_LITERALS), so the work per line is a regex search or
@@ -71,13 +73,24 @@ FALLBACK_LITERALS = (
     "aborted!",
 )
 # The literals of the step ends (the `##[error]` and `##[group]` markers are scanned anyway).
-STEP_END_LITERALS = ("exited with", "ERROR: Job failed", "Job succeeded", "Finished: ")
+STEP_END_LITERALS = (
+    "exited with",
+    '" failed ',
+    "ERROR: Job failed",
+    "Job succeeded",
+    "Finished: ",
+)
 
-_TRAVIS_END = regex.compile(r'^The command ".*" exited with (?P<code>\d+)\.$')
+_TRAVIS_END = regex.compile(
+    r'^(?:The command ".*)?" (?:(?:failed and )?exited with (?P<code>\d+)(?: during \w*)? ?\.'
+    r"|failed (?P<tries>\d+) times\.)$"
+)
 _GITHUB_END = regex.compile(r"^##\[error\]Process completed with exit code (?P<code>\d+)")
 _GITLAB_END = regex.compile(r"^(?:ERROR: Job failed\b|Job succeeded$)")
 _JENKINS_END = regex.compile(r"^Finished: (?P<result>SUCCESS|FAILURE|UNSTABLE|ABORTED)$")
 GITHUB_STEP_START = "##[group]Run "
+# Travis' marker before each command it runs, glued to the line (logs.normalise drops it).
+TRAVIS_STEP_START = "travis_time:start:"
 
 # The level a line was printed at, when it is below ERROR: a prefix (`W: `, `WARNING:`,
 # `[WARN]`, `INFO `, `npm WARN`, after an optional timestamp) or logfmt's `level=`.
@@ -134,9 +147,12 @@ _CLOSING = regex.compile(
 def step_end(text: str) -> bool | None:
     """Whether a normalised line ends a step that failed (True) or passed (False); None
     when it ends none."""
-    if text.startswith("The command "):
+    if text.startswith("The command ") or (text.startswith('" ') and text.endswith(".")):
+        # A command of several lines ends on a line of its own: `" exited with 1.`.
         found = _TRAVIS_END.match(text)
-        return None if found is None else found.group("code") != "0"
+        if found is None:
+            return None
+        return found.group("tries") is not None or found.group("code") != "0"
     if text.startswith("##[error]"):
         return True if _GITHUB_END.match(text) else None
     if text.startswith(("ERROR: Job failed", "Job succeeded")):
@@ -301,14 +317,20 @@ def rank(matches: Sequence[Match], steps: Steps, last_line: int) -> list[Weighed
         heads.append((match, head, "; ".join(reasons)))
     # Among equals, the nearest to the failing step's end; but a signature's matches count
     # from its first: of a run of compiler errors the first is the cause, the rest follow.
+    # A final report (`final_report: true`) counts from its last, which is the report.
     first_of: dict[tuple[str, tuple[int, ...]], int] = {}
     for match, head_of, _reason in heads:
         key = (match.signature.id, head_of)
-        first_of[key] = min(first_of.get(key, match.line), match.line)
+        pick = max if match.signature.final_report else min
+        first_of[key] = pick(first_of.get(key, match.line), match.line)
     weighed = [
         Weighed(
             match,
-            (*head, -abs(end_line - first_of[(match.signature.id, head)]), -match.line),
+            (
+                *head,
+                -abs(end_line - first_of[(match.signature.id, head)]),
+                match.line if match.signature.final_report else -match.line,
+            ),
             reason,
         )
         for match, head, reason in heads
@@ -401,7 +423,8 @@ def _winner(
     rivals = [w for w in weighed[1:] if w.score[:5] == top.score[:5]]
     same = [w for w in rivals if w.score[5] == top.score[5]]
     if same:
-        parts.append(f"the first of {len(same) + 1} `{top.match.signature.id}` matches")
+        which = "last" if top.match.signature.final_report else "first"
+        parts.append(f"the {which} of {len(same) + 1} `{top.match.signature.id}` matches")
     elif rivals:
         end = "the failing step's end" if steps.failing is not None else "the end of the log"
         parts.append(
