@@ -160,6 +160,21 @@ def test_a_travis_command_without_an_end_line_went_on() -> None:
     assert "in a step that passed (ended at line 2)" in setup.reason
 
 
+def test_a_wrapper_alone_in_its_step_stands_for_an_earlier_failed_steps_error() -> None:
+    # Travis runs every `script` command: the first one failed on a compile error, the last
+    # one printed only its end; that end stands for the first step's error.
+    lines = [
+        *travis_step("make", [GCC, MAKE_OUTER], 2),
+        *travis_step("./scripts/deploy.sh", ["deploying"], 1),
+    ]
+    result = run_log(log_of(lines))
+    root = result.root_cause
+    assert root is not None and root.text == GCC
+    assert "in an earlier step that failed" in root.reason
+    last = next(w for w in result.weighed if w.match.line == len(lines))
+    assert last.match.signature.wraps and f"defers to `{GCC}`" in last.reason
+
+
 def test_a_travis_command_of_several_lines_ends_its_step() -> None:
     # The end line of a multi-line command is its closing quote: `" exited with 1.`.
     lines = ['$ case "$BUILD" in', "  stack) stack test ;;", "esac", GCC]

@@ -288,7 +288,11 @@ def rank(matches: Sequence[Match], steps: Steps, last_line: int) -> list[Weighed
     """The matches best first, each with its score and the reason for its place."""
     failing_end = steps.failing_end
     end_line = failing_end.line if failing_end is not None else last_line
-    deferred = {id(w): _specific_above(w, matches) for w in matches if w.signature.wraps}
+    deferred = {
+        id(w): _specific_above(w, matches) or _earlier_failure(w, matches, steps)
+        for w in matches
+        if w.signature.wraps
+    }
     heads: list[tuple[Match, tuple[int, ...], str]] = []
     for match in matches:
         above = deferred.get(id(match)) or _child_of(match, matches)
@@ -364,6 +368,22 @@ def _specific_above(wrapper: Match, matches: Sequence[Match]) -> Match | None:
     return _nearest_above(wrapper, matches, wrappers=False) or _nearest_above(
         wrapper, matches, wrappers=True
     )
+
+
+def _earlier_failure(wrapper: Match, matches: Sequence[Match], steps: Steps) -> Match | None:
+    """With nothing to stand for in its own step, a wrapper stands for the specific error of
+    the nearest earlier step that failed: CI went on past that step (Travis runs every
+    `script` command), and its error is the first cause."""
+    best: Match | None = None
+    for match in matches:
+        end = steps.ends.get(match.section)
+        if end is None or not end.failed or match.section >= wrapper.section:
+            continue
+        if match.signature.wraps or match.signature.generic or match.level:
+            continue
+        if best is None or (match.section, -match.line) > (best.section, -best.line):
+            best = match
+    return best
 
 
 def _nearest_above(wrapper: Match, matches: Sequence[Match], *, wrappers: bool) -> Match | None:
