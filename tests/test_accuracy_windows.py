@@ -20,7 +20,7 @@ WINDOWS = ROOT / "tests" / "accuracy"
 # Top-1 hits on tests/accuracy as measured on 2026-12-03: 16 of 32 windows with 165
 # signatures, 29 with 347 and the reading-order ranking. A regression floor: raise it as the
 # catalog and the ranking get better, never lower it to pass.
-TOP1_FLOOR = 29
+TOP1_FLOOR = 32
 
 
 def _cli_scores(folder: Path) -> list[accuracy.Scored]:

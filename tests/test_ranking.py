@@ -195,6 +195,17 @@ def test_among_equals_the_nearest_the_end_wins_but_a_run_counts_from_its_first()
     assert "the first of 2 `rust-rustc-error` matches" in result.root_cause.reason
 
 
+def test_a_final_report_counts_from_its_last_match() -> None:
+    # awesome_bot prints its `> White listed:` list (allowed links, same shape) before the
+    # `Issues :-(` report (lib/awesome_bot/cli.rb, dkhamsing/awesome_bot): the report wins.
+    allowed = "  2. [L1020] 404 https://preyproject.com/img/home/report-simple-2.png  "
+    broken = "  1. [L0153] 404 http://a5.mzstatic.com/us/r30/screen696x696.jpeg  "
+    lines = ["> White listed:", allowed, "", "Issues :-(", "> Links ", broken, "> Dupes "]
+    result = run_log(log_of(travis_step("awesome_bot README.md", lines, 1)))
+    assert result.root_cause is not None and result.root_cause.text == broken
+    assert "the last of 2 `docs-awesome-bot-link-issue` matches" in result.root_cause.reason
+
+
 def test_line_score_skips_what_only_looks_like_an_error() -> None:
     # Real lines (LogChunks): git/git's test list, jgm/pandoc's build, NancyFx/Nancy's MSBuild
     # summary, SwiftLint on realm/SwiftLint, Travis' bookkeeping.

@@ -76,6 +76,9 @@ class Signature:
     source: str | None = field(default=None, repr=False, compare=False)
     # A wrapper or summary line: it defers to a specific error above it in the same step.
     wraps: bool = False
+    # The tool lists its findings again in a final report, after listings of the same shape
+    # (progress, allow-lists): of this signature's matches, the last is the cause, not the first.
+    final_report: bool = False
 
     @property
     def generic(self) -> bool:
@@ -363,6 +366,7 @@ def _build(
         origin=origin,
         source=source,
         wraps=data.get("wraps", False),
+        final_report=data.get("final_report", False),
     )
     return signature, []
 

@@ -301,14 +301,20 @@ def rank(matches: Sequence[Match], steps: Steps, last_line: int) -> list[Weighed
         heads.append((match, head, "; ".join(reasons)))
     # Among equals, the nearest to the failing step's end; but a signature's matches count
     # from its first: of a run of compiler errors the first is the cause, the rest follow.
+    # A final report (`final_report: true`) counts from its last, which is the report.
     first_of: dict[tuple[str, tuple[int, ...]], int] = {}
     for match, head_of, _reason in heads:
         key = (match.signature.id, head_of)
-        first_of[key] = min(first_of.get(key, match.line), match.line)
+        pick = max if match.signature.final_report else min
+        first_of[key] = pick(first_of.get(key, match.line), match.line)
     weighed = [
         Weighed(
             match,
-            (*head, -abs(end_line - first_of[(match.signature.id, head)]), -match.line),
+            (
+                *head,
+                -abs(end_line - first_of[(match.signature.id, head)]),
+                match.line if match.signature.final_report else -match.line,
+            ),
             reason,
         )
         for match, head, reason in heads
@@ -401,7 +407,8 @@ def _winner(
     rivals = [w for w in weighed[1:] if w.score[:5] == top.score[:5]]
     same = [w for w in rivals if w.score[5] == top.score[5]]
     if same:
-        parts.append(f"the first of {len(same) + 1} `{top.match.signature.id}` matches")
+        which = "last" if top.match.signature.final_report else "first"
+        parts.append(f"the {which} of {len(same) + 1} `{top.match.signature.id}` matches")
     elif rivals:
         end = "the failing step's end" if steps.failing is not None else "the end of the log"
         parts.append(
