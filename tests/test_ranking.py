@@ -67,6 +67,13 @@ def test_step_ends_of_each_ci_system() -> None:
     assert step_end("Finished: FAILURE") is True
     assert step_end("Finished: SUCCESS") is False
     assert step_end("Done. Your build exited with 1.") is None
+    # Travis' set-up phases, its retries, and a command of several lines (travis-build).
+    assert step_end('The command "bundle install" failed and exited with 5 during .') is True
+    assert step_end('The command "npm ci" failed and exited with 1 during install.') is True
+    assert step_end('The command "bundle exec s3_website push" failed 3 times.') is True
+    assert step_end('" exited with 1.') is True
+    assert step_end('" exited with 0.') is False
+    assert step_end('echo "x" exited with 1.') is None
     assert step_end("##[error]Error: something") is None
 
 
@@ -130,6 +137,71 @@ def test_the_failing_step_beats_a_step_that_passed() -> None:
     network = next(w for w in result.weighed if w.match.text == dns)
     assert network.match.signature.priority > root.signature.priority
     assert "in a step that passed (ended at line 3)" in network.reason
+
+
+def test_a_travis_command_without_an_end_line_went_on() -> None:
+    # Travis prints no end for its own set-up commands (the marker before each command is
+    # `travis_time:start:ID`, CR and ESC[0K glued to its first line); a set-up error it went
+    # on from ranks below the error of the step that failed, though of a higher priority.
+    missing = "curl: (6) Could not resolve host: cli-assets.heroku.com"
+    lines = [
+        "travis_time:start:0aa1\r\x1b[0K$ curl -sSL https://cli-assets.heroku.com/install.sh",
+        missing,
+        "travis_time:start:0bb2\r\x1b[0K$ make test",
+        GCC,
+        MAKE_OUTER,
+        "travis_time:end:0bb2:start=1,finish=2,duration=1\r\x1b[0K" + MAKE_FAILED,
+    ]
+    result = run_log(log_of(lines))
+    root = result.root_cause
+    assert root is not None and root.text == GCC
+    setup = next(w for w in result.weighed if w.match.text == missing)
+    assert setup.match.signature.priority > root.signature.priority
+    assert "in a step that passed (ended at line 2)" in setup.reason
+
+
+def test_a_wrapper_alone_in_its_step_stands_for_an_earlier_failed_steps_error() -> None:
+    # Travis runs every `script` command: the first one failed on a compile error, the last
+    # one printed only its end; that end stands for the first step's error.
+    lines = [
+        *travis_step("make", [GCC, MAKE_OUTER], 2),
+        *travis_step("./scripts/deploy.sh", ["deploying"], 1),
+    ]
+    result = run_log(log_of(lines))
+    root = result.root_cause
+    assert root is not None and root.text == GCC
+    assert "in an earlier step that failed" in root.reason
+    last = next(w for w in result.weighed if w.match.line == len(lines))
+    assert last.match.signature.wraps and f"defers to `{GCC}`" in last.reason
+
+
+def test_a_travis_command_of_several_lines_ends_its_step() -> None:
+    # The end line of a multi-line command is its closing quote: `" exited with 1.`.
+    lines = ['$ case "$BUILD" in', "  stack) stack test ;;", "esac", GCC]
+    lines += [
+        "gsf.c:3:1: warning: unused",
+        '" exited with 1.',
+        "",
+        "Done. Your build exited with 1.",
+    ][:]
+    result = run_log(log_of(lines))
+    assert result.steps is not None and result.steps.failing is not None
+    assert result.root_cause is not None and result.root_cause.text == GCC
+
+
+def test_fallback_without_a_failing_step_reads_the_whole_log() -> None:
+    # A log cut short: no step says it failed; the best guesses come from every step, not
+    # only the last one Travis started.
+    lines = [
+        "travis_time:start:01\r\x1b[0K$ ./configure",
+        "configure: error: C compiler cannot create executables",
+        "travis_time:start:02\r\x1b[0K$ echo done",
+        "done",
+    ]
+    result = run_without(log_of(lines), "c-configure-error", "cpp-configure-error")
+    assert "configure: error: C compiler cannot create executables" in [
+        f.text for f in result.fallback_lines
+    ]
 
 
 def test_a_github_step_that_started_after_an_error_left_it_behind() -> None:

@@ -100,6 +100,7 @@ class CompiledCatalog:
                 self.by_literal.setdefault(trigger_index(trigger), []).append(signature)
         self.error_marker = trigger_index(Trigger(_ERROR_MARKER))
         self.group_marker = trigger_index(Trigger(_GROUP_MARKER))
+        self.travis_start = trigger_index(Trigger(ranking.TRAVIS_STEP_START.encode()))
         # The ends of steps (ranking.step_end) and the words of best-guess error lines.
         self.step_ends = frozenset(
             trigger_index(Trigger(t.encode())) for t in ranking.STEP_END_LITERALS
@@ -186,6 +187,8 @@ class JobClassifier:
         self._failing_section: int | None = None
         self._candidates = ranking.Candidates()
         self._failing_candidates: ranking.Candidates | None = None
+        # The whole log's, for a log whose failing step is not marked.
+        self._log_candidates = ranking.Candidates()
         # The step GitHub's API says failed (its time span): the step of the log whose end
         # falls in it is the failing one, whatever failed after it (`if: failure()` steps).
         self._api_step = failing_step
@@ -371,7 +374,8 @@ class JobClassifier:
             for s in {s.id: s for i in present for s in catalog.by_literal.get(i, ())}.values()
             if catalog.keywords_hold(s, clean)
         ]
-        markers = catalog.error_marker in present or catalog.group_marker in present
+        travis_start = catalog.travis_start in present
+        markers = catalog.error_marker in present or catalog.group_marker in present or travis_start
         step_end = markers or not catalog.step_ends.isdisjoint(present)
         error_words = not catalog.error_words.isdisjoint(present)
         if not candidates and not step_end and not error_words:
@@ -385,6 +389,8 @@ class JobClassifier:
             self._mark_group(number, timestamp, text)
             if text.startswith(ranking.GITHUB_STEP_START):
                 self._end_section(number - 1, ranking.SectionEnd(number - 1, False, ""))
+        if travis_start and self._section_start < number:
+            self._start_section(number)
         candidates.sort(key=lambda s: catalog.rank[s.id])
         matched = any(
             self._try_signature(signature, block, start, end, number, timestamp, text)
@@ -393,7 +399,7 @@ class JobClassifier:
         if not matched and error_words:
             score = ranking.line_score(text)
             if score:
-                self._candidates.add(score, FallbackLine(number, clip(text)))
+                self._add_candidate(score, FallbackLine(number, clip(text)))
         if step_end:
             failed = ranking.step_end(text)
             if failed is not None:
@@ -421,7 +427,17 @@ class JobClassifier:
         for offset, text in enumerate(lines):
             line = first + offset
             if line > self._section_start and (score := ranking.last_words_score(text)):
-                self._candidates.add(score, FallbackLine(line, text))
+                self._add_candidate(score, FallbackLine(line, text))
+
+    def _add_candidate(self, score: int, line: FallbackLine) -> None:
+        self._candidates.add(score, line)
+        self._log_candidates.add(score, line)
+
+    def _start_section(self, number: int) -> None:
+        """A step starts at line `number` and the one before printed no end: it went on (Travis
+        runs its set-up unmarked, and stops the job at a set-up command that fails), so it
+        counts as passed."""
+        self._end_section(number - 1, ranking.SectionEnd(number - 1, False, ""))
 
     def _end_section(self, number: int, end: ranking.SectionEnd) -> None:
         """The current step ended at line `number`; the next line starts another."""
@@ -536,14 +552,14 @@ class JobClassifier:
 
     def _fallback(self, root: Match | None) -> list[FallbackLine]:
         """The best-guess error lines: of the failing step (the one a wrapper root cause
-        ended, above it), else of the log's last step; GitHub's annotations first."""
+        ended, above it), else of the whole log, its last ones first; GitHub's annotations first."""
         annotations = [(3, line) for line in self._annotations]
         failing = self._failing_candidates
         below = root.line if root is not None and root.signature.wraps else None
         if below is not None and root is not None and root.section != self._failing_section:
             failing = self._candidates if root.section == self._section else None
         if failing is None:
-            pool = self._candidates.all()
+            pool = self._log_candidates.all()
             return ranking.pick_fallback([*annotations, *pool], first=False, below=below)
         return ranking.pick_fallback([*annotations, *failing.all()], first=True, below=below)
 

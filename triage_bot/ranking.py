@@ -14,10 +14,12 @@ A person reading a failed job's log goes to the end of the step that failed and 
 - then the signature's priority; among equals, the match nearest the failing step's end.
 
 A step's end is `##[error]Process completed with exit code N` (GitHub Actions), `The command
-"..." exited with N.` (Travis CI, N = 0 for a step that passed), `ERROR: Job failed` /
+"..." exited with N.` (Travis CI, N = 0 for a step that passed; `failed and exited with N
+during install.` or `failed 3 times.` in its set-up phases and retries), `ERROR: Job failed` /
 `Job succeeded` (GitLab CI) and `Finished: FAILURE` (Jenkins); a GitHub step also starts at
-its `##[group]Run ...` line. The failing step is the last one whose end said it failed; a log
-with no such end has none, and the step rules are not applied.
+its `##[group]Run ...` line, a Travis one at its `travis_time:start:` marker (what ran before
+it without an end line, Travis' own set-up, went on). The failing step is the last one whose
+end said it failed; a log with no such end has none, and the step rules are not applied.
 
 Only lines the prefilter found reach this module (matches, markers, and lines holding one
 of FALLBACK_LITERALS), so the work per line is a regex search or
@@ -71,13 +73,24 @@ FALLBACK_LITERALS = (
     "aborted!",
 )
 # The literals of the step ends (the `##[error]` and `##[group]` markers are scanned anyway).
-STEP_END_LITERALS = ("exited with", "ERROR: Job failed", "Job succeeded", "Finished: ")
+STEP_END_LITERALS = (
+    "exited with",
+    '" failed ',
+    "ERROR: Job failed",
+    "Job succeeded",
+    "Finished: ",
+)
 
-_TRAVIS_END = regex.compile(r'^The command ".*" exited with (?P<code>\d+)\.$')
+_TRAVIS_END = regex.compile(
+    r'^(?:The command ".*)?" (?:(?:failed and )?exited with (?P<code>\d+)(?: during \w*)? ?\.'
+    r"|failed (?P<tries>\d+) times\.)$"
+)
 _GITHUB_END = regex.compile(r"^##\[error\]Process completed with exit code (?P<code>\d+)")
 _GITLAB_END = regex.compile(r"^(?:ERROR: Job failed\b|Job succeeded$)")
 _JENKINS_END = regex.compile(r"^Finished: (?P<result>SUCCESS|FAILURE|UNSTABLE|ABORTED)$")
 GITHUB_STEP_START = "##[group]Run "
+# Travis' marker before each command it runs, glued to the line (logs.normalise drops it).
+TRAVIS_STEP_START = "travis_time:start:"
 
 # The level a line was printed at, when it is below ERROR: a prefix (`W: `, `WARNING:`,
 # `[WARN]`, `INFO `, `npm WARN`, after an optional timestamp) or logfmt's `level=`.
@@ -134,9 +147,12 @@ _CLOSING = regex.compile(
 def step_end(text: str) -> bool | None:
     """Whether a normalised line ends a step that failed (True) or passed (False); None
     when it ends none."""
-    if text.startswith("The command "):
+    if text.startswith("The command ") or (text.startswith('" ') and text.endswith(".")):
+        # A command of several lines ends on a line of its own: `" exited with 1.`.
         found = _TRAVIS_END.match(text)
-        return None if found is None else found.group("code") != "0"
+        if found is None:
+            return None
+        return found.group("tries") is not None or found.group("code") != "0"
     if text.startswith("##[error]"):
         return True if _GITHUB_END.match(text) else None
     if text.startswith(("ERROR: Job failed", "Job succeeded")):
@@ -272,7 +288,11 @@ def rank(matches: Sequence[Match], steps: Steps, last_line: int) -> list[Weighed
     """The matches best first, each with its score and the reason for its place."""
     failing_end = steps.failing_end
     end_line = failing_end.line if failing_end is not None else last_line
-    deferred = {id(w): _specific_above(w, matches) for w in matches if w.signature.wraps}
+    deferred = {
+        id(w): _specific_above(w, matches) or _earlier_failure(w, matches, steps)
+        for w in matches
+        if w.signature.wraps
+    }
     heads: list[tuple[Match, tuple[int, ...], str]] = []
     for match in matches:
         above = deferred.get(id(match)) or _child_of(match, matches)
@@ -348,6 +368,22 @@ def _specific_above(wrapper: Match, matches: Sequence[Match]) -> Match | None:
     return _nearest_above(wrapper, matches, wrappers=False) or _nearest_above(
         wrapper, matches, wrappers=True
     )
+
+
+def _earlier_failure(wrapper: Match, matches: Sequence[Match], steps: Steps) -> Match | None:
+    """With nothing to stand for in its own step, a wrapper stands for the specific error of
+    the nearest earlier step that failed: CI went on past that step (Travis runs every
+    `script` command), and its error is the first cause."""
+    best: Match | None = None
+    for match in matches:
+        end = steps.ends.get(match.section)
+        if end is None or not end.failed or match.section >= wrapper.section:
+            continue
+        if match.signature.wraps or match.signature.generic or match.level:
+            continue
+        if best is None or (match.section, -match.line) > (best.section, -best.line):
+            best = match
+    return best
 
 
 def _nearest_above(wrapper: Match, matches: Sequence[Match], *, wrappers: bool) -> Match | None:
