@@ -149,3 +149,29 @@ def test_one_compiled_catalog_serves_many_threads() -> None:
     with ThreadPoolExecutor(4) as pool:
         verdicts = list(pool.map(run, range(8)))
     assert verdicts == ["python-module-not-found"] * 8
+
+
+def test_a_prefilter_is_split_into_its_top_level_branches() -> None:
+    branches = classify_module.top_level_branches
+    assert branches(r"Test\w*\.\w+:\d| » |\((?:\w+\.)+\w*(?:Test|IT)\)") == [
+        r"Test\w*\.\w+:\d",
+        " » ",
+        r"\((?:\w+\.)+\w*(?:Test|IT)\)",
+    ]
+    # `|` escaped, inside a class (also one that starts with `]`) or a group is no branch.
+    assert branches(r"\|a|[|]b|[]|]c|[^]|]d|(e|f)") == [r"\|a", "[|]b", "[]|]c", "[^]|]d", "(e|f)"]
+    assert branches("plain") == ["plain"]
+
+
+@pytest.mark.parametrize("engine", ["hyperscan", "ahocorasick", "python"])
+def test_each_branch_of_a_prefilter_finds_its_lines(engine: str) -> None:
+    # java-surefire-summary-failure's prefilter has five branches; lines of three of them.
+    lines = [
+        "Results :",
+        "Failed tests:   DirtyFlagTest.testIsDirty:45 expected: <false> but was: <true>",
+        "[ERROR]   StoreIT » IllegalState Could not find a valid Docker environment",
+        "  testFoo(com.example.FooTest): boom",
+    ]
+    result = run_log("".join(line + "\n" for line in lines), engine=engine)
+    found = {m.line for m in result.matches if m.signature.id == "java-surefire-summary-failure"}
+    assert found == {2, 3, 4}

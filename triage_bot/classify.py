@@ -124,8 +124,39 @@ class CompiledCatalog:
 
 def _triggers(signature: Signature) -> list[Trigger]:
     if signature.prefilter:
-        return [Trigger(signature.prefilter.encode(), is_regex=True)]
+        branches = top_level_branches(signature.prefilter)
+        return [Trigger(branch.encode(), is_regex=True) for branch in branches]
     return [Trigger(t.encode()) for t in signature.triggers]
+
+
+def top_level_branches(pattern: str) -> list[str]:
+    """A regex's top-level alternatives (`a|b(c|d)` gives `a` and `b(c|d)`), each a trigger
+    of its own: Python's `re`, which runs the regex triggers where Hyperscan is missing,
+    searches a leading literal fast but tries an alternation at every byte."""
+    branches: list[str] = []
+    depth = start = position = 0
+    in_class = False
+    while position < len(pattern):
+        char = pattern[position]
+        if char == "\\":
+            position += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+            # A `]` first in a class (`[]a]`, `[^]a]`) is one of its characters.
+            if pattern.startswith("^]", position + 1):
+                position += 2
+            elif pattern.startswith("]", position + 1):
+                position += 1
+        elif char in "()":
+            depth += 1 if char == "(" else -1
+        elif char == "|" and depth == 0:
+            branches.append(pattern[start:position])
+            start = position + 1
+        position += 1
+    return [*branches, pattern[start:]]
 
 
 def classify(
