@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import json
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,12 +18,13 @@ from hypothesis import strategies as st
 from jsonschema import Draft7Validator
 from referencing import Registry, Resource
 
+from helpers import GITHUB_DATA
+
 from triage_bot.event_decision import InstallationChange
 from triage_bot.events import HANDLED_EVENTS, decide
 
-GITHUB = Path(__file__).resolve().parents[2] / "shared" / "github"
-EXAMPLES = GITHUB / "webhooks"
-SCHEMAS = GITHUB / "webhook-schemas"
+EXAMPLES = GITHUB_DATA / "webhooks"
+SCHEMAS = GITHUB_DATA / "webhook-schemas"
 
 
 def example(event: str, name: str) -> dict[str, Any]:
