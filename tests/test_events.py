@@ -13,12 +13,11 @@ from functools import cache
 from typing import Any
 
 import pytest
+from helpers import GITHUB_DATA
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft7Validator
 from referencing import Registry, Resource
-
-from helpers import GITHUB_DATA
 
 from triage_bot.event_decision import InstallationChange
 from triage_bot.events import HANDLED_EVENTS, decide
