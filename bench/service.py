@@ -57,9 +57,7 @@ from services import (  # noqa: E402
     start_redis,
 )
 
-PAYLOAD = (
-    ROOT.parent / "shared/github/webhooks/workflow_run/completed.with-pull-requests.payload.json"
-)
+PAYLOAD = ROOT / "tests/github_data/webhooks/workflow_run/completed.with-pull-requests.payload.json"
 REPO = "octo-org/octo-repo"
 WEBHOOK = "/api/github/webhooks"
 DOWNLOAD_CONCURRENCY = 4  # as triage_bot.pipeline.LOG_CONCURRENCY

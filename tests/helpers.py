@@ -15,6 +15,10 @@ from triage_bot.classify_results import JobResult
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "pr-2664"
+# GitHub's webhook payloads, their schemas and the REST API subset, vendored so that a clone
+# is the whole project (provenance and licences: tests/github_data/SOURCES.md).
+GITHUB_DATA = ROOT / "tests" / "github_data"
+WEBHOOKS = GITHUB_DATA / "webhooks"
 
 
 @cache

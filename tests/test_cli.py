@@ -149,3 +149,39 @@ def test_help_names_every_command() -> None:
     )
     for command in ("lint", "test", "new"):
         assert command in catalog.stdout
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "triage_bot", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("args", [(), ("help",)], ids=["no-arguments", "help"])
+def test_bare_command_and_help_print_the_top_level_help(args: tuple[str, ...]) -> None:
+    done = run_cli(*args)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert done.stdout == run_cli("--help").stdout
+    assert done.stdout.startswith("usage: triage-bot ")
+    for command in ("triage", "catalog", "serve", "worker", "rerun", "replay", "help"):
+        assert f"\n    {command} " in done.stdout
+
+
+def test_help_with_a_command_prints_that_commands_help() -> None:
+    done = run_cli("help", "catalog")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == run_cli("catalog", "--help").stdout
+    assert done.stdout.startswith("usage: triage-bot catalog ")
+
+
+def test_help_with_an_unknown_command_is_a_usage_error() -> None:
+    done = run_cli("help", "bogus")
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert "invalid choice: 'bogus'" in done.stderr

@@ -26,16 +26,14 @@ import pytest
 import redis
 from fakegithub import FakeGitHub, NewJob
 from fakegithub.models import Installation, PullRequest, Repo, WorkflowRun
-from helpers import EXAMPLES, ROOT
+from helpers import EXAMPLES, ROOT, WEBHOOKS
 from services import create_database, drop_database, free_port, start_postgres, start_redis
 
 from triage_bot.config import load_settings
 from triage_bot.server import WEBHOOK_PATH
 from triage_bot.store import Store
 
-PAYLOAD = (
-    ROOT.parent / "shared/github/webhooks/workflow_run/completed.with-pull-requests.payload.json"
-)
+PAYLOAD = WEBHOOKS / "workflow_run" / "completed.with-pull-requests.payload.json"
 REPO = "octo-org/octo-repo"  # the example payload's repository
 THREE = (
     "unit-tests-mi350x",

@@ -10,10 +10,10 @@ from __future__ import annotations
 import copy
 import json
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import GITHUB_DATA
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft7Validator
@@ -22,9 +22,8 @@ from referencing import Registry, Resource
 from triage_bot.event_decision import InstallationChange
 from triage_bot.events import HANDLED_EVENTS, decide
 
-GITHUB = Path(__file__).resolve().parents[2] / "shared" / "github"
-EXAMPLES = GITHUB / "webhooks"
-SCHEMAS = GITHUB / "webhook-schemas"
+EXAMPLES = GITHUB_DATA / "webhooks"
+SCHEMAS = GITHUB_DATA / "webhook-schemas"
 
 
 def example(event: str, name: str) -> dict[str, Any]:

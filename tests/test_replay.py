@@ -17,14 +17,13 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-from helpers import ROOT
+from helpers import ROOT, WEBHOOKS
 from services import free_port
 
 from triage_bot.cli import main
 from triage_bot.config import load_settings
 from triage_bot.store import Store
 
-WEBHOOKS = ROOT.parent / "shared" / "github" / "webhooks"
 RUN = WEBHOOKS / "workflow_run" / "completed.with-pull-requests.payload.json"
 SECRET = "replay-secret"
 _SETTINGS = ("DATABASE_URL", "REDIS_URL", "WEBHOOK_SECRET", "TRIAGE_DATA_DIR", "PORT")

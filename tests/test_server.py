@@ -23,7 +23,7 @@ import httpx
 import httpx2
 import pytest
 import uvicorn
-from helpers import SERVE
+from helpers import SERVE, WEBHOOKS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from services import create_database, drop_database, free_port, queue_url, start_postgres
@@ -40,7 +40,7 @@ __all__ = ["queue_url"]  # fixture
 
 SECRET = "It's a Secret to Everybody"
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT.parent / "shared" / "github" / "webhooks"
+EXAMPLES = WEBHOOKS
 
 
 def example(event: str, name: str) -> dict[str, Any]:

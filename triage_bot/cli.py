@@ -87,7 +87,22 @@ def _parser() -> argparse.ArgumentParser:
     _add_service_commands(commands)
     _add_github_commands(commands)
     _add_catalog_commands(commands)
+    _add_help_command(commands)
     return parser
+
+
+def _add_help_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    # Listed last among the commands; `triage-bot` alone prints the same help.
+    topics = sorted(name for name in commands.choices if name != "help")
+    help_command = commands.add_parser(
+        "help",
+        help="print this help, or a command's help",
+        description="Print triage-bot's help (the same as triage-bot with no arguments or "
+        "--help), or COMMAND's help (the same as triage-bot COMMAND --help).",
+    )
+    help_command.add_argument(
+        "topic", nargs="?", choices=topics, metavar="COMMAND", help=f"one of {', '.join(topics)}"
+    )
 
 
 def _byte_count(text: str) -> int:
@@ -230,7 +245,15 @@ def _add_service_commands(commands: argparse._SubParsersAction[argparse.Argument
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    parser = _parser()
+    if not arguments:
+        # A newcomer's first try: show what there is rather than a usage error.
+        parser.print_help()
+        return EXIT_OK
+    args = parser.parse_args(arguments)
+    if args.command == "help":
+        return _help(parser, args.topic)
     try:
         return _dispatch(args)
     except (sources.InputError, SettingsError) as exc:
@@ -241,6 +264,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILED
     except BrokenPipeError:
         return EXIT_OK
+
+
+def _help(parser: argparse.ArgumentParser, topic: str | None) -> int:
+    if topic is None:
+        parser.print_help()
+        return EXIT_OK
+    parser.parse_args([topic, "--help"])  # prints the command's help and exits 0
+    return EXIT_OK
 
 
 def _dispatch(args: argparse.Namespace) -> int:

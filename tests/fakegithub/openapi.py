@@ -33,12 +33,11 @@ _RFC3339 = re.compile(
 
 
 def find_spec() -> Path:
-    """shared/ sits beside the repository checkout, both here and in CI's fresh clone."""
-    for folder in Path(__file__).resolve().parents:
-        candidate = folder / "shared" / "github" / SPEC_NAME
-        if candidate.is_file():
-            return candidate
-    raise FileNotFoundError(f"no shared/github/{SPEC_NAME} above {__file__}")
+    """The subset is vendored in tests/github_data, so a clone alone has it (see SOURCES.md)."""
+    spec = Path(__file__).resolve().parents[1] / "github_data" / SPEC_NAME
+    if not spec.is_file():
+        raise FileNotFoundError(f"GitHub's OpenAPI subset is missing: {spec}")
+    return spec
 
 
 def to_json_schema(schema: Any) -> Any:
