@@ -10,6 +10,7 @@ import pytest
 from triage_bot.config import (
     DEFAULT_MAX_LOG_BYTES,
     SettingsError,
+    environment,
     load_settings,
     normalize_database_url,
 )
@@ -144,3 +145,27 @@ def test_env_example_lists_every_setting() -> None:
         "GITHUB_TOKEN",
     }
     assert expected <= names
+
+
+def test_environment_reads_dotenv_under_the_process_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / ".env").write_text(
+        "# as .env.example shows\nWEBHOOK_SECRET=from-file\nAPP_ID=12\nREDIS_URL=\n",
+        encoding="utf-8",
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("APP_ID", "34")
+    monkeypatch.delenv("WEBHOOK_SECRET", raising=False)
+    settings = load_settings(environment())
+    assert settings.webhook_secret == "from-file"
+    assert settings.app_id == 34  # the environment wins over the file
+    assert settings.redis_url is None  # an empty value is unset
+
+
+def test_environment_without_dotenv_is_the_process_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("WEBHOOK_SECRET", "from-env")
+    assert environment()["WEBHOOK_SECRET"] == "from-env"

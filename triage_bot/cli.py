@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from triage_bot import __version__, cli_catalog, rerun, sources
-from triage_bot.config import Role, Settings, SettingsError, load_settings, parse_size
+from triage_bot.config import (
+    Role,
+    Settings,
+    SettingsError,
+    environment,
+    load_settings,
+    parse_size,
+)
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -203,8 +209,9 @@ def _add_service_commands(commands: argparse._SubParsersAction[argparse.Argument
         help="run the GitHub App: webhook server, and the worker in the same process",
         description="Serve GitHub's webhooks on POST /api/github/webhooks (plus GET /healthz "
         "and GET /metrics) and, unless --no-worker, run the worker in the same process. "
-        "Settings come from the environment (see .env.example): WEBHOOK_SECRET, APP_ID and "
-        "PRIVATE_KEY (or GITHUB_TOKEN), DATABASE_URL, REDIS_URL, TRIAGE_DATA_DIR, PORT.",
+        "Settings come from the environment and a .env file in the working directory (see "
+        ".env.example): WEBHOOK_SECRET, APP_ID and PRIVATE_KEY (or GITHUB_TOKEN), "
+        "DATABASE_URL, REDIS_URL, TRIAGE_DATA_DIR, PORT.",
     )
     serve.add_argument(
         "--host", default=DEFAULT_HOST, help=f"address to listen on (default {DEFAULT_HOST})"
@@ -295,7 +302,7 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def _settings(*roles: Role) -> Settings:
-    return load_settings(os.environ).require(*roles)
+    return load_settings(environment()).require(*roles)
 
 
 def _service(args: argparse.Namespace) -> int:
@@ -341,7 +348,7 @@ def _rerun(args: argparse.Namespace) -> int:
 def _replay(args: argparse.Namespace) -> int:
     from triage_bot import replay
 
-    secret = load_settings(os.environ).webhook_secret
+    secret = load_settings(environment()).webhook_secret
     if not secret:
         raise SettingsError("WEBHOOK_SECRET", "required to sign the payload (the server's secret)")
     answer = replay.replay(args.payload, args.to, secret, event=args.event, delivery=args.delivery)

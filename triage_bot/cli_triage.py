@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -12,7 +11,7 @@ from triage_bot import rerun, sources
 from triage_bot.catalog import Catalog, load_catalog
 from triage_bot.classify import CompiledCatalog, JobClassifier
 from triage_bot.classify_results import JobResult
-from triage_bot.config import load_settings
+from triage_bot.config import environment, load_settings
 from triage_bot.log_tail import tail_note
 from triage_bot.ranking import SCORE_PARTS
 from triage_bot.report import Job, Report, build_report, report_json
@@ -40,7 +39,7 @@ def triage(args: argparse.Namespace) -> None:
                 "--post posts what the App would, with the built-in catalog: drop --catalog"
             )
         rerun.triage_url(
-            load_settings(os.environ).require("cli"),
+            load_settings(environment()).require("cli"),
             rerun.parse_run_url(urls[0]),
             lambda: CompiledCatalog(load(args.catalog)),
             lambda report: print_report(report, args.format, explain=args.explain),

@@ -12,6 +12,9 @@ the credentials. Every error is a `SettingsError` whose text is one line naming 
 The default data directory is `$XDG_DATA_HOME/triage-bot` (`~/.local/share/triage-bot`): it is
 the same wherever the command is started from, so `serve` and a later `worker` on one machine
 find the same SQLite files. Containers set TRIAGE_DATA_DIR to a mounted volume.
+
+`environment()` is what the commands pass: the process environment over a `.env` file in the
+working directory (python-dotenv reads it), so a variable set in the environment wins.
 """
 
 from __future__ import annotations
@@ -19,12 +22,15 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
+
+from dotenv import dotenv_values
 
 Role = Literal["server", "worker", "cli"]
 
@@ -110,6 +116,15 @@ class Settings:
             f"{who} needs GitHub credentials: APP_ID with PRIVATE_KEY (or PRIVATE_KEY_PATH), "
             "or GITHUB_TOKEN",
         )
+
+
+def environment(dotenv_path: Path | None = None) -> dict[str, str]:
+    """The process environment over the values of `.env` in the working directory (or
+    `dotenv_path`): a variable set in the environment wins, as python-dotenv's `load_dotenv`
+    does, without changing `os.environ` for the rest of the process."""
+    path = dotenv_path if dotenv_path is not None else Path.cwd() / ".env"
+    from_file = dotenv_values(path) if path.is_file() else {}
+    return {**{k: v for k, v in from_file.items() if v is not None}, **os.environ}
 
 
 def load_settings(environ: Mapping[str, str]) -> Settings:

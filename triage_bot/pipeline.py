@@ -14,7 +14,6 @@ queue simply run a job again after a worker died half-way through it.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -24,7 +23,7 @@ from triage_bot import baseline, check_run, logs
 from triage_bot.baseline import base_job_name as base_job_name  # where it used to live
 from triage_bot.classify import CompiledCatalog, JobClassifier
 from triage_bot.comment_sections import Section
-from triage_bot.config import DEFAULT_MAX_LOG_BYTES, Settings, load_settings
+from triage_bot.config import DEFAULT_MAX_LOG_BYTES, Settings, environment, load_settings
 from triage_bot.github import (
     ClientOptions,
     GitHubClient,
@@ -140,7 +139,7 @@ def handle_job(
 ) -> dict[str, Any] | None:
     """The queue's handler; see the module docstring. `options`: the GitHub client's (tests
     bind faster retries with functools.partial); else the settings' (TRIAGE_GITHUB_BACKOFF)."""
-    settings = context.settings or load_settings(os.environ)
+    settings = context.settings or load_settings(environment())
     options = options or ClientOptions.from_settings(settings)
     store, dry_run = context.store, context.dry_run
     try:
