@@ -19,11 +19,11 @@ from helpers import run_log
 from services import db_url
 from test_pipeline import FAST, REPO, THREE, World, example_log, failed_run, new_world, payload
 
-from triage_bot import baseline
-from triage_bot.github import client_for_job
-from triage_bot.pipeline import builtin_catalog, triage_job, triage_run
-from triage_bot.render import render_comment, render_text
-from triage_bot.report import BaseRun, build_report
+from triage_bot.core.render import render_comment, render_text
+from triage_bot.core.report import BaseRun, build_report
+from triage_bot.github_api.github import client_for_job
+from triage_bot.triage import baseline
+from triage_bot.triage.pipeline import builtin_catalog, triage_job, triage_run
 
 __all__ = ["db_url"]  # fixture
 

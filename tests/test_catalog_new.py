@@ -15,9 +15,14 @@ import yaml
 from helpers import EXAMPLES, ROOT
 from test_catalog_tools import make
 
-from triage_bot import logs
-from triage_bot.catalog_new import PATTERN_CHARS, keyword_for, nearby_unmatched, pattern_for
-from triage_bot.cli import main
+from triage_bot.catalog_tools.catalog_new import (
+    PATTERN_CHARS,
+    keyword_for,
+    nearby_unmatched,
+    pattern_for,
+)
+from triage_bot.cli.cli import main
+from triage_bot.core import logs
 
 MODULE_LOG = EXAMPLES / "kimi-k3-mxfp4-1p1d-tp8-dspark7-agentic-1m-c1.log"
 

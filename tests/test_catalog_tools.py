@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from helpers import ROOT, write_signature
 
-from triage_bot import catalog as catalog_module
-from triage_bot import catalog_check, resources
-from triage_bot.cli import main
+from triage_bot.catalog_tools import catalog_check
+from triage_bot.cli.cli import main
+from triage_bot.core import catalog as catalog_module
+from triage_bot.core import resources
 
 GOOD = """
     id: local-widget-broke
@@ -190,7 +191,7 @@ def test_the_builtin_catalog_is_clean() -> None:
 
 
 def test_a_broken_builtin_signature_is_skipped_not_fatal(tmp_path: Path) -> None:
-    from triage_bot.catalog import load_catalog
+    from triage_bot.core.catalog import load_catalog
 
     shutil.copytree(ROOT / "patterns", tmp_path / "patterns")
     (tmp_path / "patterns" / "python" / "python-module-not-found.yml").write_text("id: [")

@@ -13,10 +13,10 @@ from fakegithub.models import CheckRun
 from repo_world import MODULE_NOT_FOUND, UNEXPECTED_KEYWORD, WIDGETS, World, example_log, make_world
 from services import db_url
 
-from triage_bot import check_run
-from triage_bot.render import COMMENT_MARKER
-from triage_bot.repo_config import CONFIG_PATH
-from triage_bot.source_refs import SourceRef, candidates, source_refs
+from triage_bot.core.render import COMMENT_MARKER
+from triage_bot.core.source_refs import SourceRef, candidates, source_refs
+from triage_bot.repo.repo_config import CONFIG_PATH
+from triage_bot.triage import check_run
 
 __all__ = ["db_url"]  # a fixture
 TRITON = "atom/model_ops/attentions/triton_mla.py"

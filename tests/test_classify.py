@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 from helpers import run_log
 
-from triage_bot import classify as classify_module
-from triage_bot.classify import MAX_LINE_BYTES
+from triage_bot.core import classify as classify_module
+from triage_bot.core.classify import MAX_LINE_BYTES
 
 MODULE = "ModuleNotFoundError: No module named 'aiter.ops.triton.attention.mla_decode'"
 STAMP = "2026-10-21T09:12:33.1234567Z "
@@ -137,7 +137,7 @@ def test_one_compiled_catalog_serves_many_threads() -> None:
 
     from helpers import compiled
 
-    from triage_bot.classify import classify
+    from triage_bot.core.classify import classify
 
     shared = compiled()
     log = traceback_log().encode() * 2000

@@ -18,12 +18,13 @@ from hypothesis import strategies as st
 from test_events import assert_valid, example
 from test_pipeline import FAST, THREE, World, example_log, failed_run, triage, world
 
-from triage_bot.commands import Command, find_command, parse_line
-from triage_bot.events import decide
-from triage_bot.job_handler import JobContext
-from triage_bot.pipeline import handle_job, triage_job
-from triage_bot.render import COMMENT_MARKER
-from triage_bot.repo_config import RepoConfig
+from triage_bot.commands.commands import Command, find_command, parse_line
+from triage_bot.core.render import COMMENT_MARKER
+from triage_bot.repo.repo_config import RepoConfig
+from triage_bot.service.events import decide
+from triage_bot.service.handler import handle_job
+from triage_bot.service.job_handler import JobContext
+from triage_bot.triage.pipeline import triage_job
 
 __all__ = ["world"]  # fixtures
 

@@ -15,9 +15,10 @@ from fakegithub.models import Installation, PullRequest, Repo, WorkflowRun
 from helpers import compiled
 from prometheus_client import REGISTRY
 
-from triage_bot.classify import JobClassifier
 from triage_bot.config import Settings
-from triage_bot.github import (
+from triage_bot.core.classify import JobClassifier
+from triage_bot.core.render import COMMENT_MARKER
+from triage_bot.github_api.github import (
     AppAuth,
     ClientOptions,
     GitHubClient,
@@ -29,8 +30,7 @@ from triage_bot.github import (
     client_for_installation,
     client_for_repo,
 )
-from triage_bot.github_retry import Retry
-from triage_bot.render import COMMENT_MARKER
+from triage_bot.github_api.github_retry import Retry
 
 REPO = "octo-org/widgets"
 LOG = b"".join(

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from triage_bot import logs
+from triage_bot.core import logs
 
 
 def test_timestamp_bom_crlf_and_ansi_are_removed() -> None:
@@ -45,7 +45,7 @@ def test_lines_map_to_steps_for_links() -> None:
 
     from helpers import compiled
 
-    from triage_bot.classify import classify
+    from triage_bot.core.classify import classify
 
     log = (
         "2026-10-21T09:00:00.1000000Z Current runner version: '2.329.0'\n"
@@ -179,7 +179,7 @@ def test_colour_inside_sbt_error_prefix_goes() -> None:
 def test_line_numbers_count_newlines_only_in_a_travis_log() -> None:
     from helpers import compiled
 
-    from triage_bot.classify import classify
+    from triage_bot.core.classify import classify
 
     log = (
         b"travis_fold:start:install\r\x1b[0Ktravis_time:start:0a1b\r\x1b[0K$ pip install -e .\r\n"

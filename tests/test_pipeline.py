@@ -20,14 +20,15 @@ from helpers import EXAMPLES, triage_payload
 from prometheus_client import REGISTRY
 
 from triage_bot.config import Settings
-from triage_bot.github import ClientOptions, RetryPolicy
-from triage_bot.pipeline import base_job_name, handle_job, triage_job
-from triage_bot.queue import JobQueue, QueueOptions
-from triage_bot.queue_transport import sqlite_huey
-from triage_bot.render import COMMENT_MARKER
-from triage_bot.sticky_comment import OUTDATED_NOTE, outdated_job, with_outdated_note
-from triage_bot.store import Store
-from triage_bot.worker import EmbeddedWorker
+from triage_bot.core.render import COMMENT_MARKER
+from triage_bot.github_api.github import ClientOptions, RetryPolicy
+from triage_bot.service.handler import handle_job
+from triage_bot.service.queue import JobQueue, QueueOptions
+from triage_bot.service.queue_transport import sqlite_huey
+from triage_bot.service.worker import EmbeddedWorker
+from triage_bot.store.store import Store
+from triage_bot.triage.pipeline import base_job_name, triage_job
+from triage_bot.triage.sticky_comment import OUTDATED_NOTE, outdated_job, with_outdated_note
 
 REPO = "octo-org/widgets"
 # One of each of the three seed failures (DESIGN.md's acceptance examples).
@@ -280,7 +281,7 @@ def test_dry_run_posts_nothing_and_logs_the_body(
     world: World, caplog: pytest.LogCaptureFixture
 ) -> None:
     run = failed_run(world)
-    with caplog.at_level(logging.INFO, logger="triage_bot.pipeline"):
+    with caplog.at_level(logging.INFO, logger="triage_bot.triage.pipeline"):
         result = triage(world, run, dry_run=True)
     assert result["comments"] == [{"pr": world.pull.number, "action": "dry_run"}]
     assert world.comments() == [] and world.writes() == (0, 0)
@@ -345,7 +346,7 @@ def _wait(predicate: Callable[[], bool], timeout: float) -> None:
 def test_cli_triages_a_run_url_and_posts_only_when_asked(
     world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from triage_bot.cli import main
+    from triage_bot.cli.cli import main
 
     run = failed_run(world)
     for name, value in {

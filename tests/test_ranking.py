@@ -14,11 +14,11 @@ import sys
 
 from helpers import ROOT, compiled, run_log
 
-from triage_bot import logs, ranking
-from triage_bot.catalog import load_catalog
-from triage_bot.classify import CompiledCatalog, JobClassifier, classify
-from triage_bot.classify_results import JobResult
-from triage_bot.ranking import line_score, low_level, step_end
+from triage_bot.core import logs, ranking
+from triage_bot.core.catalog import load_catalog
+from triage_bot.core.classify import CompiledCatalog, JobClassifier, classify
+from triage_bot.core.classify_results import JobResult
+from triage_bot.core.ranking import line_score, low_level, step_end
 
 # schwehr/generic-sensor-format issue 12 (tests/accuracy/c/travis-gcc-storage-size.log).
 GCC = "gsf.c:258:24: error: storage size of \u2018stbuf\u2019 isn\u2019t known"

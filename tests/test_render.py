@@ -6,9 +6,9 @@ import re
 
 from helpers import run_log
 
-from triage_bot.render import COMMENT_MARKER, MAX_COMMENT_CHARS, render_comment, render_text
-from triage_bot.report import Job, build_report, report_json
-from triage_bot.sanitize import code_block, code_span, escape_text, redact
+from triage_bot.core.render import COMMENT_MARKER, MAX_COMMENT_CHARS, render_comment, render_text
+from triage_bot.core.report import Job, build_report, report_json
+from triage_bot.core.sanitize import code_block, code_span, escape_text, redact
 
 HOSTILE = (
     "ModuleNotFoundError: No module named 'evil'\n"

@@ -20,9 +20,9 @@ import yaml
 from helpers import ROOT, WEBHOOKS
 from services import free_port
 
-from triage_bot.cli import main
+from triage_bot.cli.cli import main
 from triage_bot.config import load_settings
-from triage_bot.store import Store
+from triage_bot.store.store import Store
 
 RUN = WEBHOOKS / "workflow_run" / "completed.with-pull-requests.payload.json"
 SECRET = "replay-secret"

@@ -20,9 +20,9 @@ from repo_world import (
     make_world,
 )
 
-from triage_bot.github import GitHubStatusError, GitHubUnavailable
-from triage_bot.repo_config import CONFIG_PATH
-from triage_bot.repo_files import Unreadable
+from triage_bot.github_api.github import GitHubStatusError, GitHubUnavailable
+from triage_bot.repo.repo_config import CONFIG_PATH
+from triage_bot.repo.repo_files import Unreadable
 
 FOOTER = "Problems with this repository's triage-bot files"
 

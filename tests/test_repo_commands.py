@@ -10,8 +10,8 @@ from repo_world import FROB_LOG, OWN_SIGNATURE, OWN_SIGNATURE_TEXT
 from test_commands import BROKEN, FLAKY, WRITER, command, job_ids, replies, reruns, roles, window
 from test_pipeline import World, example_log, world
 
-from triage_bot import repo_config
-from triage_bot.repo_config import CONFIG_PATH
+from triage_bot.repo import repo_config
+from triage_bot.repo.repo_config import CONFIG_PATH
 
 __all__ = ["roles", "world"]  # fixtures
 

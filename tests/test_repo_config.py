@@ -24,9 +24,9 @@ from repo_world import (
     make_world,
 )
 
-from triage_bot.repo_catalog import builtin_catalog, load_repo_signatures
-from triage_bot.repo_config import CONFIG_PATH, RepoConfig, parse_config, skip_reason
-from triage_bot.repo_files import RepoFile
+from triage_bot.repo.repo_catalog import builtin_catalog, load_repo_signatures
+from triage_bot.repo.repo_config import CONFIG_PATH, RepoConfig, parse_config, skip_reason
+from triage_bot.repo.repo_files import RepoFile
 
 TWO_FAILURES = (MODULE_NOT_FOUND, UNEXPECTED_KEYWORD)
 

@@ -20,9 +20,9 @@ from repo_world import (
     make_world,
 )
 
-from triage_bot.catalog import Catalog, load_signature_text
-from triage_bot.classify import MAX_PATTERN_TIMEOUTS, CompiledCatalog, classify
-from triage_bot.repo_catalog import builtin_catalog
+from triage_bot.core.catalog import Catalog, load_signature_text
+from triage_bot.core.classify import MAX_PATTERN_TIMEOUTS, CompiledCatalog, classify
+from triage_bot.repo.repo_catalog import builtin_catalog
 
 # `(?:x|xx)+y$` backtracks exponentially on a long run of x without the y. The checks a
 # repository's signature goes through refuse it now; the bound at run time is the second line

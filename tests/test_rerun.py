@@ -14,10 +14,10 @@ from helpers import EXAMPLES
 from services import db_url
 from test_pipeline import REPO, THREE, World, failed_run
 
-from triage_bot.cli import main
+from triage_bot.cli.cli import main
 from triage_bot.config import Settings
-from triage_bot.render import COMMENT_MARKER
-from triage_bot.store import Store
+from triage_bot.core.render import COMMENT_MARKER
+from triage_bot.store.store import Store
 
 __all__ = ["db_url"]  # fixtures
 _SETTINGS = ("APP_ID", "PRIVATE_KEY", "PRIVATE_KEY_PATH", "GITHUB_TOKEN", "DATABASE_URL")

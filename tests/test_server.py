@@ -31,10 +31,10 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from triage_bot.config import Settings, SettingsError, load_settings
-from triage_bot.queue import JobQueue
-from triage_bot.queue_transport import huey_for_url, redis_huey
-from triage_bot.server import MAX_BODY_BYTES, WEBHOOK_PATH, create_app
-from triage_bot.store import Store
+from triage_bot.service.queue import JobQueue
+from triage_bot.service.queue_transport import huey_for_url, redis_huey
+from triage_bot.service.server import MAX_BODY_BYTES, WEBHOOK_PATH, create_app
+from triage_bot.store.store import Store
 
 __all__ = ["queue_url"]  # fixture
 

@@ -20,15 +20,15 @@ import pytest
 from prometheus_client import REGISTRY
 from services import create_database, db_url, drop_database, queue_url, start_postgres
 
-from triage_bot.event_decision import InstallationChange
-from triage_bot.failure_records import JobFailure, TriagedRun
-from triage_bot.job_handler import JobContext, PermanentJobError, RetryLater, set_handler
-from triage_bot.ledger import NewJob
-from triage_bot.queue import JobQueue, QueueOptions
-from triage_bot.queue_transport import huey_for_url
-from triage_bot.store import Store
-from triage_bot.store_locks import LockTimeout
-from triage_bot.worker import EmbeddedWorker
+from triage_bot.service.event_decision import InstallationChange
+from triage_bot.service.job_handler import JobContext, PermanentJobError, RetryLater, set_handler
+from triage_bot.service.queue import JobQueue, QueueOptions
+from triage_bot.service.queue_transport import huey_for_url
+from triage_bot.service.worker import EmbeddedWorker
+from triage_bot.store.failure_records import JobFailure, TriagedRun
+from triage_bot.store.ledger import NewJob
+from triage_bot.store.store import Store
+from triage_bot.store.store_locks import LockTimeout
 
 __all__ = ["db_url", "queue_url"]  # fixtures
 
@@ -285,7 +285,7 @@ def test_enqueued_job_is_run_by_a_real_consumer(stack: tuple[Store, str]) -> Non
 def test_a_failing_job_is_retried_then_succeeds(stack: tuple[Store, str]) -> None:
     store, url = stack
     handler = Recorder(failures=1)
-    set_handler(handler)  # the registry path, as triage_bot.pipeline will use it
+    set_handler(handler)  # the registry path, as triage_bot.triage.pipeline will use it
     try:
         queue = JobQueue(huey_for_url(url, read_timeout=0.1), store, FAST)
         retries = metric("triage_bot_job_retries_total", kind="triage")
@@ -296,7 +296,7 @@ def test_a_failing_job_is_retried_then_succeeds(stack: tuple[Store, str]) -> Non
         finally:
             worker.stop()
     finally:
-        set_handler("triage_bot.pipeline:handle_job")
+        set_handler("triage_bot.service.handler:handle_job")
     assert [attempt for _, attempt in handler.calls] == [1, 2]
     assert metric("triage_bot_job_retries_total", kind="triage") == retries + 1
     record = store.jobs.get(job_id)
@@ -384,8 +384,8 @@ WORKER = textwrap.dedent(
     import os, sys, time
     from pathlib import Path
     from triage_bot.config import load_settings
-    from triage_bot.queue import QueueOptions
-    from triage_bot.worker import run_worker
+    from triage_bot.service.queue import QueueOptions
+    from triage_bot.service.worker import run_worker
 
     marks = Path(sys.argv[1])
 
