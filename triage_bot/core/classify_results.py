@@ -5,13 +5,9 @@ job's own time ran out."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from triage_bot.core import logs
 from triage_bot.core.catalog import Signature
-
-if TYPE_CHECKING:  # ranking imports this module
-    from triage_bot.core.ranking import Steps, Weighed
 
 
 @dataclass
@@ -62,6 +58,39 @@ class TimeCut:
 class FallbackLine:
     line: int
     text: str
+
+
+# Ranking's verdicts (ranking.py makes them; they live here so that it imports this module
+# and not the other way round).
+@dataclass(frozen=True)
+class SectionEnd:
+    """How a step ended: its last line, whether it failed, and the line itself."""
+
+    line: int
+    failed: bool
+    text: str
+
+
+@dataclass(frozen=True)
+class Weighed:
+    """One match as ranked: its score (compared as a tuple, higher first) and why."""
+
+    match: Match
+    score: tuple[int, ...]
+    reason: str
+
+
+@dataclass(frozen=True)
+class Steps:
+    """What the classifier learnt of a job's steps: how each ended (those remembered) and
+    which one is the failing step (None: the log marks none)."""
+
+    ends: dict[int, SectionEnd]
+    failing: int | None
+
+    @property
+    def failing_end(self) -> SectionEnd | None:
+        return None if self.failing is None else self.ends.get(self.failing)
 
 
 @dataclass

@@ -35,6 +35,9 @@ from dataclasses import dataclass, field
 import regex
 
 from triage_bot.core.classify_results import FallbackLine, Match
+from triage_bot.core.classify_results import SectionEnd as SectionEnd
+from triage_bot.core.classify_results import Steps as Steps
+from triage_bot.core.classify_results import Weighed as Weighed
 from triage_bot.core.logs import is_bookkeeping
 
 # A wrapper defers to a specific error at most this many lines above it, in the same step:
@@ -203,15 +206,6 @@ def last_words_score(text: str) -> int:
     return max(1, line_score(text))
 
 
-@dataclass(frozen=True)
-class SectionEnd:
-    """How a step ended: its last line, whether it failed, and the line itself."""
-
-    line: int
-    failed: bool
-    text: str
-
-
 @dataclass
 class Candidates:
     """The best-guess lines of one step, bounded: its first and its last scored lines."""
@@ -244,15 +238,6 @@ def pick_fallback(
     return sorted((f for _s, f in ranked[:FALLBACK_LINES]), key=lambda f: f.line)
 
 
-@dataclass(frozen=True)
-class Weighed:
-    """One match as ranked: its score (compared as a tuple, higher first) and why."""
-
-    match: Match
-    score: tuple[int, ...]
-    reason: str
-
-
 def demoted(item: Weighed) -> bool:
     """Whether a match ranked low for what it is: a wrapper that deferred, a step that passed,
     a warning, a retry that recovered."""
@@ -269,19 +254,6 @@ SCORE_PARTS = (
     "nearness",
     "first",
 )
-
-
-@dataclass(frozen=True)
-class Steps:
-    """What the classifier learnt of a job's steps: how each ended (those remembered) and
-    which one is the failing step (None: the log marks none)."""
-
-    ends: dict[int, SectionEnd]
-    failing: int | None
-
-    @property
-    def failing_end(self) -> SectionEnd | None:
-        return None if self.failing is None else self.ends.get(self.failing)
 
 
 def rank(matches: Sequence[Match], steps: Steps, last_line: int) -> list[Weighed]:
