@@ -11,7 +11,7 @@ from typing import Any
 from fakegithub import FakeGitHub, NewJob
 from fakegithub.models import Installation, PullRequest, Repo, WorkflowRun
 from helpers import EXAMPLES, triage_payload
-from test_pipeline import FAST
+from triage.test_pipeline import FAST
 
 from triage_bot.config import Settings
 from triage_bot.repo import repo_config

@@ -29,11 +29,11 @@ import psycopg
 import pytest
 import redis
 from helpers import SERVE
+from service.test_server import SECRET, failed_run, post
 from services import create_database, drop_database, free_port, start_postgres
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 from starlette.testclient import TestClient
-from test_server import SECRET, failed_run, post
 
 from triage_bot.config import load_settings
 from triage_bot.service.queue import JobQueue

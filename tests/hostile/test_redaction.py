@@ -26,7 +26,7 @@ import yaml
 from fakegithub import FakeGitHub, NewJob
 from fakegithub.models import WorkflowRun
 from helpers import triage_payload
-from test_pipeline import FAST, REPO, World, new_world
+from triage.test_pipeline import FAST, REPO, World, new_world
 
 from triage_bot.cli import cli
 from triage_bot.core.redact import REDACTED, redact, redact_lines, redact_window

@@ -32,7 +32,7 @@ from triage_bot.store.store_locks import LockTimeout
 
 __all__ = ["db_url", "queue_url"]  # fixtures
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FAST = QueueOptions(
     retries=2,
     retry_delay=0.05,

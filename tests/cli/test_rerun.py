@@ -12,7 +12,7 @@ from fakegithub import FakeGitHub, NewJob
 from fakegithub.models import WorkflowRun
 from helpers import EXAMPLES
 from services import db_url
-from test_pipeline import REPO, THREE, World, failed_run
+from triage.test_pipeline import REPO, THREE, World, failed_run
 
 from triage_bot.cli.cli import main
 from triage_bot.config import Settings

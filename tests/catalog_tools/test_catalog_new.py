@@ -13,8 +13,8 @@ import pytest
 import regex
 import yaml
 from helpers import EXAMPLES, ROOT
-from test_catalog_tools import make
 
+from catalog_tools.test_catalog_tools import make
 from triage_bot.catalog_tools.catalog_new import (
     PATTERN_CHARS,
     keyword_for,

@@ -5,10 +5,20 @@ disables are neither."""
 from __future__ import annotations
 
 import pytest
+from commands.test_commands import (
+    BROKEN,
+    FLAKY,
+    WRITER,
+    command,
+    job_ids,
+    replies,
+    reruns,
+    roles,
+    window,
+)
 from fakegithub import NewJob
 from repo_world import FROB_LOG, OWN_SIGNATURE, OWN_SIGNATURE_TEXT
-from test_commands import BROKEN, FLAKY, WRITER, command, job_ids, replies, reruns, roles, window
-from test_pipeline import World, example_log, world
+from triage.test_pipeline import World, example_log, world
 
 from triage_bot.repo import repo_config
 from triage_bot.repo.repo_config import CONFIG_PATH

@@ -17,8 +17,17 @@ from fakegithub import FakeGitHub, NewJob
 from fakegithub.models import WorkflowRun
 from helpers import run_log
 from services import db_url
-from test_pipeline import FAST, REPO, THREE, World, example_log, failed_run, new_world, payload
 
+from triage.test_pipeline import (
+    FAST,
+    REPO,
+    THREE,
+    World,
+    example_log,
+    failed_run,
+    new_world,
+    payload,
+)
 from triage_bot.core.render import render_comment, render_text
 from triage_bot.core.report import BaseRun, build_report
 from triage_bot.github_api.github import client_for_job

@@ -39,7 +39,7 @@ from triage_bot.store.store import Store
 __all__ = ["queue_url"]  # fixture
 
 SECRET = "It's a Secret to Everybody"
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = WEBHOOKS
 
 

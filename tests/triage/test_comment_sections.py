@@ -11,8 +11,8 @@ import pytest
 from fakegithub import FakeGitHub
 from fakegithub.models import WorkflowRun
 from services import db_url  # noqa: F401  (a fixture: SQLite and PostgreSQL)
-from test_pipeline import FAST, THREE, World, failed_run, new_world, triage
 
+from triage.test_pipeline import FAST, THREE, World, failed_run, new_world, triage
 from triage_bot.core.markdown_cut import cut_markdown
 from triage_bot.core.render import MAX_COMMENT_CHARS, compose_comment
 from triage_bot.store.comment_sections import Section

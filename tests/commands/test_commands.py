@@ -15,8 +15,8 @@ from fakegithub.models import WorkflowRun
 from helpers import ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_events import assert_valid, example
-from test_pipeline import FAST, THREE, World, example_log, failed_run, triage, world
+from service.test_events import assert_valid, example
+from triage.test_pipeline import FAST, THREE, World, example_log, failed_run, triage, world
 
 from triage_bot.commands.commands import Command, find_command, parse_line
 from triage_bot.core.render import COMMENT_MARKER
