@@ -30,8 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from triage_bot.catalog import load_catalog  # noqa: E402
-from triage_bot.engine import engine_names  # noqa: E402
+from triage_bot.core.catalog import load_catalog  # noqa: E402
+from triage_bot.core.engine import engine_names  # noqa: E402
 
 MIB = 1 << 20
 

@@ -6,7 +6,7 @@ the best of --repeat runs):
 
 - per 10,000 evidence lines (real CI lines from examples/, with --secret-share of them from
   the secrets corpus), in windows of 18 lines: the old redactor (the regex list that
-  triage_bot/sanitize.py had before triage_bot/redact.py, copied below) and the new one;
+  triage_bot/core/sanitize.py had before triage_bot/core/redact.py, copied below) and the new one;
 - the new one's first use (reading gitleaks' rules; each regex compiles on first need);
 - how many corpus secrets each lets through, and how many innocent lines each changes;
 - the triage of examples/pr-2664: classifying its logs against building the report (which
@@ -31,16 +31,16 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from triage_bot.catalog import load_catalog  # noqa: E402
-from triage_bot.classify import CompiledCatalog, classify  # noqa: E402
-from triage_bot.redact import default_redactor, redact_lines  # noqa: E402
-from triage_bot.report import build_report, report_json  # noqa: E402
+from triage_bot.core.catalog import load_catalog  # noqa: E402
+from triage_bot.core.classify import CompiledCatalog, classify  # noqa: E402
+from triage_bot.core.redact import default_redactor, redact_lines  # noqa: E402
+from triage_bot.core.report import build_report, report_json  # noqa: E402
 
 EXAMPLES = ROOT / "examples" / "pr-2664"
 CORPUS = ROOT / "tests" / "hostile" / "secrets_corpus.yaml"
 WINDOW = 18  # 12 lines before a match, the match, 5 after: a typical evidence window
 
-# The old redactor: triage_bot/sanitize.py's `_SECRETS` and `redact` as they were.
+# The old redactor: triage_bot/core/sanitize.py's `_SECRETS` and `redact` as they were.
 _OLD = "***"
 _OLD_SECRETS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})\b"), _OLD),

@@ -14,8 +14,13 @@ from __future__ import annotations
 import argparse
 import time
 
-from triage_bot.catalog import Signature, load_catalog
-from triage_bot.catalog_check import LINEAR_SIZES, Probe, costliest_probes, probe_costs
+from triage_bot.catalog_tools.catalog_check import (
+    LINEAR_SIZES,
+    Probe,
+    costliest_probes,
+    probe_costs,
+)
+from triage_bot.core.catalog import Signature, load_catalog
 
 
 def reference_cost(signature: Signature, text: str) -> float:

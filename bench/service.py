@@ -60,7 +60,7 @@ from services import (  # noqa: E402
 PAYLOAD = ROOT / "tests/github_data/webhooks/workflow_run/completed.with-pull-requests.payload.json"
 REPO = "octo-org/octo-repo"
 WEBHOOK = "/api/github/webhooks"
-DOWNLOAD_CONCURRENCY = 4  # as triage_bot.pipeline.LOG_CONCURRENCY
+DOWNLOAD_CONCURRENCY = 4  # as triage_bot.triage.run.LOG_CONCURRENCY
 TIMEOUT = 300.0
 
 

@@ -9,9 +9,9 @@ from typing import Any
 
 from fakegithub.models import WorkflowRun
 
-from triage_bot.catalog import Catalog, load_catalog
-from triage_bot.classify import CompiledCatalog, classify
-from triage_bot.classify_results import JobResult
+from triage_bot.core.catalog import Catalog, load_catalog
+from triage_bot.core.classify import CompiledCatalog, classify
+from triage_bot.core.classify_results import JobResult
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "pr-2664"
@@ -76,8 +76,8 @@ SERVE = textwrap.dedent(
     """
     import os, sys
     from triage_bot.config import load_settings
-    from triage_bot.queue import QueueOptions
-    from triage_bot.server import serve
+    from triage_bot.service.queue import QueueOptions
+    from triage_bot.service.server import serve
 
     def handler(payload, context):
         context.store.record_comment(payload["repo"], 1, 1, "hash", payload["head_sha"])

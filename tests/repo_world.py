@@ -11,12 +11,13 @@ from typing import Any
 from fakegithub import FakeGitHub, NewJob
 from fakegithub.models import Installation, PullRequest, Repo, WorkflowRun
 from helpers import EXAMPLES, triage_payload
-from test_pipeline import FAST
+from triage.test_pipeline import FAST
 
-from triage_bot import check_run, repo_config
 from triage_bot.config import Settings
-from triage_bot.pipeline import triage_job
-from triage_bot.store import Store
+from triage_bot.repo import repo_config
+from triage_bot.store.store import Store
+from triage_bot.triage import check_run
+from triage_bot.triage.pipeline import triage_job
 
 WIDGETS, GADGETS = "octo-org/widgets", "octo-org/gadgets"
 MODULE_NOT_FOUND = "kimi-k3-mxfp4-1p1d-tp8-dspark7-agentic-1m-c1"

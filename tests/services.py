@@ -5,7 +5,7 @@ Fixtures (import the ones a test module uses, or list this module in a conftest)
   redis_url     session: the URL of a throw-away Redis (no persistence)
   db_url        function, parametrised [sqlite, postgresql]: an empty database of each kind
   queue_url     function, parametrised [sqlite, redis]: an empty huey storage of each kind
-                ("sqlite:///PATH" or "redis://HOST:PORT/0"; triage_bot.queue_transport.huey_for_url)
+                ("sqlite:///PATH" or "redis://HOST:PORT/0"; queue_transport.huey_for_url)
 
 A missing server binary fails the test with the install command (it does not skip): CI
 installs Debian's `postgresql` and `redis-server` packages, and a suite that silently skipped

@@ -8,8 +8,8 @@ from typing import Any
 import yaml
 from helpers import ROOT
 
-from triage_bot import events
-from triage_bot.server import WEBHOOK_PATH
+from triage_bot.service import events
+from triage_bot.service.server import WEBHOOK_PATH
 
 # issue_comment carries the /triage commands (commands.py); it joins events.HANDLED_EVENTS
 # with them, and is listed here until then.

@@ -30,8 +30,8 @@ from helpers import EXAMPLES, ROOT, WEBHOOKS
 from services import create_database, drop_database, free_port, start_postgres, start_redis
 
 from triage_bot.config import load_settings
-from triage_bot.server import WEBHOOK_PATH
-from triage_bot.store import Store
+from triage_bot.service.server import WEBHOOK_PATH
+from triage_bot.store.store import Store
 
 PAYLOAD = WEBHOOKS / "workflow_run" / "completed.with-pull-requests.payload.json"
 REPO = "octo-org/octo-repo"  # the example payload's repository

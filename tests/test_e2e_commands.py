@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from commands.test_commands import comment_webhook
 from fakegithub.models import PullRequest
-from test_commands import comment_webhook
 from test_e2e import REPO, Stack, stack
 
-from triage_bot.render import COMMENT_MARKER
+from triage_bot.core.render import COMMENT_MARKER
 
 __all__ = ["stack"]  # fixtures
 

@@ -31,7 +31,7 @@ def test_wheel_carries_patterns_and_templates_and_works_outside_the_checkout(
     }
     assert shipped <= carried
     assert "templates/comment.md.j2" in carried and "patterns/schema.json" in carried
-    assert "triage_bot/repo_config.schema.json" in names
+    assert "triage_bot/repo/repo_config.schema.json" in names
     unpacked = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(unpacked)
     done = subprocess.run(
@@ -46,7 +46,7 @@ def test_wheel_carries_patterns_and_templates_and_works_outside_the_checkout(
     data = json.loads(done.stdout)
     assert {g["signature"] for g in data["groups"]} >= {"python-module-not-found"}
     probe = subprocess.run(
-        [sys.executable, "-c", "import triage_bot.resources as r; print(r.patterns_dir())"],
+        [sys.executable, "-c", "import triage_bot.core.resources as r; print(r.patterns_dir())"],
         cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(unpacked)},
         capture_output=True,

@@ -1,3 +1,3 @@
-from triage_bot.cli import main
+from triage_bot.cli.cli import main
 
 raise SystemExit(main())

@@ -13,16 +13,16 @@ from fakegithub import FakeGitHub
 from repo_world import FROB_LOG, WIDGETS, World, make_world
 
 from hostile.hostile_yaml import run_cli, signature_text
-from triage_bot import catalog_check
-from triage_bot.limits import (
+from triage_bot.catalog_tools import catalog_check
+from triage_bot.core.limits import (
     MAX_EXAMPLES,
     MAX_SCHEMA_ERRORS,
     MAX_SIGNATURE_FILES,
     MAX_WINDOW_BYTES,
 )
-from triage_bot.repo_catalog import load_repo_signatures
-from triage_bot.repo_config import CONFIG_PATH, RepoConfig, parse_config
-from triage_bot.repo_files import RepoFile
+from triage_bot.repo.repo_catalog import load_repo_signatures
+from triage_bot.repo.repo_config import CONFIG_PATH, RepoConfig, parse_config
+from triage_bot.repo.repo_files import RepoFile
 
 LINE = "FROB-SYNC: frobnicator alpha is out of sync"
 FOLDER = ".github/triage-bot/patterns"

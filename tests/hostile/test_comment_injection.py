@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hostile.inert import elements_in, github_markdown, links_in, markdown_problems
-from triage_bot.catalog import Signature
-from triage_bot.render import render_comment, render_signature_text
-from triage_bot.report import BaseRun, Job, build_report
-from triage_bot.sanitize import WORD_JOINER
+from triage_bot.core.catalog import Signature
+from triage_bot.core.render import render_comment, render_signature_text
+from triage_bot.core.report import BaseRun, Job, build_report
+from triage_bot.core.sanitize import WORD_JOINER
 
 # The line from the issue.
 REPRODUCTION = (

@@ -29,18 +29,18 @@ import psycopg
 import pytest
 import redis
 from helpers import SERVE
+from service.test_server import SECRET, failed_run, post
 from services import create_database, drop_database, free_port, start_postgres
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 from starlette.testclient import TestClient
-from test_server import SECRET, failed_run, post
 
 from triage_bot.config import load_settings
-from triage_bot.queue import JobQueue
-from triage_bot.queue_transport import huey_for_url, redis_huey
-from triage_bot.server import HEALTH_TIMEOUT, create_app
-from triage_bot.store import Store
-from triage_bot.store_errors import describe, storage_failure, verdict
+from triage_bot.service.queue import JobQueue
+from triage_bot.service.queue_transport import huey_for_url, redis_huey
+from triage_bot.service.server import HEALTH_TIMEOUT, create_app
+from triage_bot.store.store import Store
+from triage_bot.store.store_errors import describe, storage_failure, verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 TMPFS_SIZE = "16m"
@@ -223,7 +223,7 @@ GROW_WAL_ON_FULL_DISK = textwrap.dedent(
     folder, leave, how = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     db = folder / "t.db"
     if how == "store":  # the bot's connection (store_sqlite.py)
-        from triage_bot.store import Store
+        from triage_bot.store.store import Store
         conn = Store(f"sqlite:///{db}").engine.raw_connection().dbapi_connection
     else:  # SQLite as it comes
         conn = sqlite3.connect(db, isolation_level=None)

@@ -14,9 +14,9 @@ from fakegithub.models import Job
 from helpers import triage_payload
 
 from triage_bot.config import Settings
-from triage_bot.github import ClientOptions, RetryPolicy
-from triage_bot.pipeline import triage_job
-from triage_bot.store import Store
+from triage_bot.github_api.github import ClientOptions, RetryPolicy
+from triage_bot.store.store import Store
+from triage_bot.triage.pipeline import triage_job
 
 REPO = "octo-org/widgets"
 FAST = ClientOptions(

@@ -7,8 +7,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from triage_bot import logs
-from triage_bot.log_tail import TailGate
+from triage_bot.core import logs
+from triage_bot.core.log_tail import TailGate
 
 LINE = st.one_of(
     st.binary(max_size=40).map(lambda b: b.replace(b"\n", b" ")),

@@ -21,11 +21,11 @@ from sqlalchemy import select
 from test_e2e import REPO, Stack
 
 from triage_bot.config import SettingsError, load_settings
-from triage_bot.ledger import NewJob
-from triage_bot.outage import OutagePolicy
-from triage_bot.schema import locks
-from triage_bot.store import Store
-from triage_bot.store_locks import LockTimeout, under_job_lease
+from triage_bot.github_api.outage import OutagePolicy
+from triage_bot.store.ledger import NewJob
+from triage_bot.store.schema import locks
+from triage_bot.store.store import Store
+from triage_bot.store.store_locks import LockTimeout, under_job_lease
 
 # Each request to GitHub: 5 tries, pauses of at most 0.05 + 0.1 + 0.2 + 0.2 s.
 IN_WORKER_BUDGET = 0.55

@@ -26,16 +26,16 @@ import yaml
 from fakegithub import FakeGitHub, NewJob
 from fakegithub.models import WorkflowRun
 from helpers import triage_payload
-from test_pipeline import FAST, REPO, World, new_world
+from triage.test_pipeline import FAST, REPO, World, new_world
 
-from triage_bot import cli
-from triage_bot.github_http import without_query
-from triage_bot.pipeline import handle_job
-from triage_bot.queue import JobQueue, QueueOptions
-from triage_bot.queue_transport import sqlite_huey
-from triage_bot.redact import REDACTED, redact, redact_lines, redact_window
-from triage_bot.secret_rules import GITLEAKS_TOML, SKIPPED_RULES, go_regex, load_gitleaks
-from triage_bot.worker import EmbeddedWorker
+from triage_bot.cli import cli
+from triage_bot.core.redact import REDACTED, redact, redact_lines, redact_window
+from triage_bot.core.secret_rules import GITLEAKS_TOML, SKIPPED_RULES, go_regex, load_gitleaks
+from triage_bot.github_api.github_http import without_query
+from triage_bot.service.handler import handle_job
+from triage_bot.service.queue import JobQueue, QueueOptions
+from triage_bot.service.queue_transport import sqlite_huey
+from triage_bot.service.worker import EmbeddedWorker
 
 CORPUS: dict[str, Any] = yaml.safe_load(
     (Path(__file__).with_name("secrets_corpus.yaml")).read_text(encoding="utf-8")

@@ -22,13 +22,14 @@ import pytest
 import regex
 from helpers import ROOT, builtin, compiled, write_signature
 
-from triage_bot import catalog_check, repo_catalog
-from triage_bot.catalog_check import LINEAR_SIZES, costliest_probes, probe_costs
-from triage_bot.classify import JobClassifier
-from triage_bot.limits import MAX_EXAMPLES
-from triage_bot.regex_shapes import cpu_search
-from triage_bot.repo_files import RepoFile
-from triage_bot.report import build_report
+from triage_bot.catalog_tools import catalog_check
+from triage_bot.catalog_tools.catalog_check import LINEAR_SIZES, costliest_probes, probe_costs
+from triage_bot.core.classify import JobClassifier
+from triage_bot.core.limits import MAX_EXAMPLES
+from triage_bot.core.regex_shapes import cpu_search
+from triage_bot.core.report import build_report
+from triage_bot.repo import repo_catalog
+from triage_bot.repo.repo_files import RepoFile
 
 # A linear search that no literal speeds up, over 64 KiB: every position is tried.
 REFERENCE = regex.compile(r"[a-z]+\d")

@@ -16,10 +16,10 @@ import jinja2
 import pytest
 from helpers import write_signature
 
-from triage_bot import catalog_check
-from triage_bot.render import render_signature_text
-from triage_bot.repo_catalog import load_repo_signatures
-from triage_bot.repo_files import RepoFile
+from triage_bot.catalog_tools import catalog_check
+from triage_bot.core.render import render_signature_text
+from triage_bot.repo.repo_catalog import load_repo_signatures
+from triage_bot.repo.repo_files import RepoFile
 
 NESTED_FOR = (
     "{% for a in range(10000) %}{% for b in range(10000) %}{% for c in range(10000) %}"

@@ -17,11 +17,11 @@ from fakegithub import FakeGitHub
 from test_e2e import Stack
 
 from hostile.hostile_yaml import bomb, measure, run_cli, signature_text
-from triage_bot import safe_yaml
-from triage_bot.limits import MAX_MESSAGE_CHARS, MAX_YAML_DEPTH, MAX_YAML_NODES
-from triage_bot.repo_catalog import load_repo_signatures
-from triage_bot.repo_config import CONFIG_PATH, RepoConfig, parse_config
-from triage_bot.repo_files import RepoFile
+from triage_bot.core import safe_yaml
+from triage_bot.core.limits import MAX_MESSAGE_CHARS, MAX_YAML_DEPTH, MAX_YAML_NODES
+from triage_bot.repo.repo_catalog import load_repo_signatures
+from triage_bot.repo.repo_config import CONFIG_PATH, RepoConfig, parse_config
+from triage_bot.repo.repo_files import RepoFile
 
 CPU_BOUND_S = 1.0
 MEMORY_BOUND_MB = 50.0
@@ -35,7 +35,7 @@ def test_the_bomb_is_the_size_reported() -> None:
 def test_a_bomb_as_the_repository_config_gives_the_defaults_within_bounds() -> None:
     measured = measure(
         f"""
-        from triage_bot.repo_config import CONFIG_PATH, RepoConfig, parse_config
+        from triage_bot.repo.repo_config import CONFIG_PATH, RepoConfig, parse_config
         parse_config("enabled: true\\n")  # imports and the schema, not measured
         def measured():
             config, problems = parse_config({bomb("workflows")!r})
@@ -55,8 +55,8 @@ def test_a_bomb_as_the_repository_config_gives_the_defaults_within_bounds() -> N
 def test_a_bomb_as_a_repository_signature_is_a_problem_line_within_bounds() -> None:
     measured = measure(
         f"""
-        from triage_bot.repo_catalog import builtin_catalog, load_repo_signatures
-        from triage_bot.repo_files import RepoFile
+        from triage_bot.repo.repo_catalog import builtin_catalog, load_repo_signatures
+        from triage_bot.repo.repo_files import RepoFile
         builtin_catalog()
         def measured():
             text = "id: frob\\n" + {bomb("keywords")!r}
@@ -84,8 +84,8 @@ def test_catalog_lint_of_a_folder_holding_a_bomb_is_bounded(tmp_path: Path) -> N
     measured = measure(
         f"""
         import contextlib, io
-        from triage_bot.cli import main
-        from triage_bot.catalog_check import catalog_for
+        from triage_bot.cli.cli import main
+        from triage_bot.catalog_tools.catalog_check import catalog_for
         catalog_for([])  # the built-in catalog, parsed once and cached: not measured
         def measured():
             out = io.StringIO()

@@ -1,0 +1,177 @@
+from __future__ import annotations
+
+import pytest
+from helpers import run_log
+
+from triage_bot.core import classify as classify_module
+from triage_bot.core.classify import MAX_LINE_BYTES
+
+MODULE = "ModuleNotFoundError: No module named 'aiter.ops.triton.attention.mla_decode'"
+STAMP = "2026-10-21T09:12:33.1234567Z "
+
+
+def traceback_log(extra: str = "") -> str:
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/workspace/ATOM/atom/model_ops/attentions/triton_mla.py", line 7, in <module>',
+        "    from aiter.ops.triton.attention.mla_decode import csr_to_dense_block_table",
+        MODULE,
+        "server exited",
+        "##[error]Process completed with exit code 1.",
+    ]
+    return "".join(STAMP + line + "\n" for line in lines) + extra
+
+
+def test_root_cause_captures_line_and_context() -> None:
+    result = run_log(traceback_log())
+    root = result.root_cause
+    assert root is not None
+    assert root.signature.id == "python-module-not-found"
+    assert root.captures == {"module": "aiter.ops.triton.attention.mla_decode"}
+    assert root.line == 4
+    assert root.text == MODULE
+    assert root.before[-1].strip().startswith("from aiter.ops.triton")
+    assert root.after == ["server exited"]
+    # The exit-code catch-all is seen, but never the root cause when something better exists.
+    assert [m.signature.id for m in result.also] == ["gha-process-exit-code"]
+    assert result.fallback_lines == []
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64, 1 << 20])
+def test_chunk_boundaries_do_not_change_the_verdict(chunk: int) -> None:
+    whole = run_log(traceback_log())
+    split = run_log(traceback_log(), chunk=chunk)
+    assert split.root_cause is not None and whole.root_cause is not None
+    assert (split.root_cause.line, split.root_cause.before, split.root_cause.after) == (
+        whole.root_cause.line,
+        whole.root_cause.before,
+        whole.root_cause.after,
+    )
+    assert split.lines == whole.lines == 6
+
+
+@pytest.mark.parametrize("engine", ["hyperscan", "ahocorasick", "python"])
+def test_ansi_inside_the_keyword_still_matches(engine: str) -> None:
+    coloured = f"{STAMP}\x1b[1mModuleNotFoundError\x1b[0m: No module named \x1b[31m'numpy'\x1b[0m\n"
+    split = f"{STAMP}Too \x1b[1mmany\x1b[0m open files (os error 24)\n"
+    result = run_log(coloured + split, engine=engine)
+    ids = sorted(m.signature.id for m in result.matches)
+    assert ids == ["python-module-not-found", "rust-too-many-open-files"]
+    assert result.matches[0].text.startswith("Too many open files") or result.matches[
+        1
+    ].text.startswith("Too many open files")
+
+
+def test_same_failure_is_counted_and_variants_kept() -> None:
+    lines = [
+        f"FAILED tests/t.py::test_{i} - TypeError: f() got an unexpected keyword argument 'x'"
+        for i in range(5)
+    ]
+    result = run_log("\n".join(lines) + "\n")
+    assert len(result.matches) == 1
+    match = result.matches[0]
+    assert match.count == 5
+    assert match.variants["test"] == [f"tests/t.py::test_{i}" for i in range(5)]
+
+
+def test_unknown_failure_gets_best_guess_lines_from_the_failing_step() -> None:
+    log = "".join(
+        STAMP + line + "\n"
+        for line in [
+            "compiling things",
+            "warning: something odd",
+            "Error: the frobnicator refused to start",
+            "details follow",
+            "##[error]Process completed with exit code 3.",
+            "Post job cleanup.",
+            "error: cleanup noise after the failure",
+        ]
+    )
+    result = run_log(log)
+    assert result.root_cause is not None and result.root_cause.signature.generic
+    texts = [f.text for f in result.fallback_lines]
+    assert "Error: the frobnicator refused to start" in texts
+    assert "error: cleanup noise after the failure" not in texts
+    assert [f.line for f in result.fallback_lines if f.text.startswith("Error: the")] == [3]
+
+
+def test_plain_log_without_markers_uses_its_tail() -> None:
+    result = run_log("all good\nsomething failed badly here\nbye\n")
+    assert result.root_cause is None
+    assert [(f.line, f.text) for f in result.fallback_lines] == [(2, "something failed badly here")]
+
+
+def test_overlong_line_is_cut_and_counted_once() -> None:
+    log = "x" * (MAX_LINE_BYTES * 3) + "\n" + MODULE + "\n"
+    result = run_log(log, chunk=4096)
+    assert result.root_cause is not None
+    assert result.root_cause.line == 2
+    assert result.lines == 2
+
+
+def test_byte_cap_keeps_the_tail_with_its_line_numbers_and_says_so() -> None:
+    log = MODULE.replace("aiter", "early") + "\n" + "ok\n" * 1000 + MODULE + "\n"
+    result = run_log(log, chunk=100, max_bytes=600)
+    assert result.truncated
+    assert 0 < result.bytes_read <= 600
+    assert result.root_cause is not None and result.root_cause.line == 1002
+    assert "early" not in result.root_cause.text and result.lines == 1002
+
+
+def test_binary_garbage_never_crashes() -> None:
+    result = run_log(
+        bytes(range(256)) * 50 + b"\n\xff\xfe ModuleNotFoundError: No module named 'q'\n"
+    )
+    assert result.root_cause is not None
+    assert result.root_cause.captures == {"module": "q"}
+
+
+def test_distinct_matches_are_bounded() -> None:
+    log = "".join(f"ModuleNotFoundError: No module named 'm{i}'\n" for i in range(500))
+    result = run_log(log)
+    assert len(result.matches) == classify_module.MAX_DISTINCT_MATCHES
+
+
+def test_one_compiled_catalog_serves_many_threads() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from helpers import compiled
+
+    from triage_bot.core.classify import classify
+
+    shared = compiled()
+    log = traceback_log().encode() * 2000
+
+    def run(_: int) -> str | None:
+        result = classify([log[i : i + 4096] for i in range(0, len(log), 4096)], shared, "j")
+        return result.root_cause.signature.id if result.root_cause else None
+
+    with ThreadPoolExecutor(4) as pool:
+        verdicts = list(pool.map(run, range(8)))
+    assert verdicts == ["python-module-not-found"] * 8
+
+
+def test_a_prefilter_is_split_into_its_top_level_branches() -> None:
+    branches = classify_module.top_level_branches
+    assert branches(r"Test\w*\.\w+:\d| » |\((?:\w+\.)+\w*(?:Test|IT)\)") == [
+        r"Test\w*\.\w+:\d",
+        " » ",
+        r"\((?:\w+\.)+\w*(?:Test|IT)\)",
+    ]
+    # `|` escaped, inside a class (also one that starts with `]`) or a group is no branch.
+    assert branches(r"\|a|[|]b|[]|]c|[^]|]d|(e|f)") == [r"\|a", "[|]b", "[]|]c", "[^]|]d", "(e|f)"]
+    assert branches("plain") == ["plain"]
+
+
+@pytest.mark.parametrize("engine", ["hyperscan", "ahocorasick", "python"])
+def test_each_branch_of_a_prefilter_finds_its_lines(engine: str) -> None:
+    # java-surefire-summary-failure's prefilter has five branches; lines of three of them.
+    lines = [
+        "Results :",
+        "Failed tests:   DirtyFlagTest.testIsDirty:45 expected: <false> but was: <true>",
+        "[ERROR]   StoreIT » IllegalState Could not find a valid Docker environment",
+        "  testFoo(com.example.FooTest): boom",
+    ]
+    result = run_log("".join(line + "\n" for line in lines), engine=engine)
+    found = {m.line for m in result.matches if m.signature.id == "java-surefire-summary-failure"}
+    assert found == {2, 3, 4}

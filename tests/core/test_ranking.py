@@ -1,0 +1,396 @@
+"""The root cause as a person reading the log would pick it, and the best-guess lines.
+
+The lines are quoted from real CI logs, each source named beside it: the LogChunks data set
+(Brandt et al., MSR 2020: Travis CI logs of public projects, named `owner/repo build N`) and
+the real windows of tests/accuracy and patterns/. Where a test joins lines of two logs into
+one, it says so: the rule is about their order, not their origin.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from helpers import ROOT, compiled, run_log
+
+from triage_bot.core import logs, ranking
+from triage_bot.core.catalog import load_catalog
+from triage_bot.core.classify import CompiledCatalog, JobClassifier, classify
+from triage_bot.core.classify_results import JobResult
+from triage_bot.core.ranking import line_score, low_level, step_end
+
+# schwehr/generic-sensor-format issue 12 (tests/accuracy/c/travis-gcc-storage-size.log).
+GCC = "gsf.c:258:24: error: storage size of \u2018stbuf\u2019 isn\u2019t known"
+MAKE_INNER = "make[1]: *** [gsf.o] Error 1"
+MAKE_OUTER = "make: *** [all] Error 2"
+MAKE_FAILED = 'The command "make test" exited with 2.'
+# NancyFx/Nancy build 377324945 (LogChunks): apt's warning in a step that went on.
+APT_WARNING = (
+    "W: Failed to fetch http://www.apache.org/dist/cassandra/debian/dists/39x/InRelease  "
+    "Could not connect to www.apache.org:80 (195.154.151.36), connection timed out "
+    "[IP: 195.154.151.36 80]"
+)
+# avelino/awesome-go build 553491785 (LogChunks): a Go test and its failing subtest.
+GO_PARENT = "--- FAIL: TestAlpha (0.02s)"
+GO_SUBTEST = "    --- FAIL: TestAlpha/Meetups (0.00s)"
+# LightTable/LightTable build 557196013 (LogChunks): a failing step whose error holds no
+# word like "error".
+PERMISSION = (
+    "/home/travis/.travis/functions: line 104: "
+    "/home/travis/build/LightTable/LightTable/install-jdk.sh: Permission denied"
+)
+
+
+def travis_step(command: str, lines: list[str], code: int) -> list[str]:
+    """A Travis CI step: the command echoed, its output, its end (as Travis prints them)."""
+    return [f"$ {command}", *lines, f'The command "{command}" exited with {code}.']
+
+
+def run_without(text: str, *signature_ids: str) -> JobResult:
+    """The built-in catalog less some signatures: a shape that catalog has since learnt stays
+    unknown here, so the ranking's and the fallback's own cases keep testing them."""
+    catalog = CompiledCatalog(load_catalog().without(signature_ids))
+    return classify([text.encode()], catalog, "job")
+
+
+def log_of(lines: list[str]) -> str:
+    return "".join(line + "\n" for line in lines)
+
+
+def test_step_ends_of_each_ci_system() -> None:
+    assert step_end(MAKE_FAILED) is True
+    assert step_end('The command "jdk_switcher use oraclejdk8" exited with 0.') is False
+    assert step_end("##[error]Process completed with exit code 1.") is True
+    assert step_end("ERROR: Job failed: exit code 1") is True
+    assert step_end("Job succeeded") is False
+    assert step_end("Finished: FAILURE") is True
+    assert step_end("Finished: SUCCESS") is False
+    assert step_end("Done. Your build exited with 1.") is None
+    # Travis' set-up phases, its retries, and a command of several lines (travis-build).
+    assert step_end('The command "bundle install" failed and exited with 5 during .') is True
+    assert step_end('The command "npm ci" failed and exited with 1 during install.') is True
+    assert step_end('The command "bundle exec s3_website push" failed 3 times.') is True
+    assert step_end('" exited with 1.') is True
+    assert step_end('" exited with 0.') is False
+    assert step_end('echo "x" exited with 1.') is None
+    assert step_end("##[error]Error: something") is None
+
+
+def test_wrapper_defers_to_the_specific_error_above_it() -> None:
+    # The compile error outranks make's lines by priority anyway; both make lines defer to
+    # it (a specific error first, an inner wrapper only when there is none).
+    result = run_log(log_of(["$ make test", GCC, MAKE_INNER, MAKE_OUTER, MAKE_FAILED]))
+    root = result.root_cause
+    assert root is not None and root.text == GCC
+    assert "specific error above the wrapper `make[1]: *** [gsf.o] Error 1`" in root.reason
+    assert "in the failing step" in root.reason
+    inner = next(w for w in result.weighed if w.match.text == MAKE_INNER)
+    outer = next(w for w in result.weighed if w.match.text == MAKE_OUTER)
+    assert inner.score[0] == 0 and outer.score[0] == 0
+    assert f"defers to `{GCC}`" in outer.reason
+    alone = run_log(log_of(["$ make test", MAKE_INNER, MAKE_OUTER, MAKE_FAILED]))
+    assert alone.root_cause is not None and alone.root_cause.text == MAKE_INNER
+
+
+def test_wrapper_with_a_higher_priority_still_defers() -> None:
+    # Two real lines, joined: pytest's assertion (priority 40) printed inside a `docker
+    # build` whose BuildKit summary (patterns/docker/docker-buildkit-run-failed.log) has 45.
+    assertion = "E       assert 200 == 503"
+    buildkit = (
+        'ERROR: failed to solve: process "/bin/sh -c pytest" did not complete successfully: '
+        "exit code: 1"
+    )
+    result = run_log(log_of(["tests/test_api.py F", assertion, "", buildkit]))
+    root = result.root_cause
+    assert root is not None and root.text == assertion, [w.reason for w in result.weighed]
+    wrapper = next(m for m in result.matches if m.signature.wraps)
+    assert wrapper.signature.priority > root.signature.priority
+    # Beyond the window, the wrapper no longer stands for it.
+    far = ["tests/test_api.py F", assertion, *["ok"] * (ranking.WRAP_WINDOW + 1), buildkit]
+    assert run_log(log_of(far)).root_cause.signature.wraps  # type: ignore[union-attr]
+
+
+def test_a_wrapper_alone_gets_best_guess_lines_above_it() -> None:
+    # elixir-lang/elixir build 569217362 (LogChunks): ExUnit's report, then make's line.
+    report = "  1) test raises error message about correct usage (Mix.Tasks.IexTest)"
+    lines = ["$ make test", report, "     Assertion with =~ failed", "make: *** [test_mix] Error 1"]
+    result = run_without(
+        log_of([*lines, 'The command "make test" exited with 2.']), "elixir-exunit-test-failed"
+    )
+    assert result.root_cause is not None and result.root_cause.signature.wraps
+    assert "a wrapper line with no error matched above it" in result.root_cause.reason
+    assert report in [f.text for f in result.fallback_lines]
+
+
+def test_the_failing_step_beats_a_step_that_passed() -> None:
+    # Two steps: the first printed a network error and passed (exit 0), the second failed
+    # on the compile error, whose priority is lower than the network error's.
+    dns = "curl: (6) Could not resolve host: github.com"
+    lines = [
+        *travis_step("curl -sSL https://github.com/x/y.tar.gz | tar xz || true", [dns], 0),
+        *travis_step("make test", [GCC, MAKE_OUTER], 2),
+    ]
+    result = run_log(log_of(lines))
+    root = result.root_cause
+    assert root is not None and root.text == GCC
+    network = next(w for w in result.weighed if w.match.text == dns)
+    assert network.match.signature.priority > root.signature.priority
+    assert "in a step that passed (ended at line 3)" in network.reason
+
+
+def test_a_travis_command_without_an_end_line_went_on() -> None:
+    # Travis prints no end for its own set-up commands (the marker before each command is
+    # `travis_time:start:ID`, CR and ESC[0K glued to its first line); a set-up error it went
+    # on from ranks below the error of the step that failed, though of a higher priority.
+    missing = "curl: (6) Could not resolve host: cli-assets.heroku.com"
+    lines = [
+        "travis_time:start:0aa1\r\x1b[0K$ curl -sSL https://cli-assets.heroku.com/install.sh",
+        missing,
+        "travis_time:start:0bb2\r\x1b[0K$ make test",
+        GCC,
+        MAKE_OUTER,
+        "travis_time:end:0bb2:start=1,finish=2,duration=1\r\x1b[0K" + MAKE_FAILED,
+    ]
+    result = run_log(log_of(lines))
+    root = result.root_cause
+    assert root is not None and root.text == GCC
+    setup = next(w for w in result.weighed if w.match.text == missing)
+    assert setup.match.signature.priority > root.signature.priority
+    assert "in a step that passed (ended at line 2)" in setup.reason
+
+
+def test_a_wrapper_alone_in_its_step_stands_for_an_earlier_failed_steps_error() -> None:
+    # Travis runs every `script` command: the first one failed on a compile error, the last
+    # one printed only its end; that end stands for the first step's error.
+    lines = [
+        *travis_step("make", [GCC, MAKE_OUTER], 2),
+        *travis_step("./scripts/deploy.sh", ["deploying"], 1),
+    ]
+    result = run_log(log_of(lines))
+    root = result.root_cause
+    assert root is not None and root.text == GCC
+    assert "in an earlier step that failed" in root.reason
+    last = next(w for w in result.weighed if w.match.line == len(lines))
+    assert last.match.signature.wraps and f"defers to `{GCC}`" in last.reason
+
+
+def test_a_travis_command_of_several_lines_ends_its_step() -> None:
+    # The end line of a multi-line command is its closing quote: `" exited with 1.`.
+    lines = ['$ case "$BUILD" in', "  stack) stack test ;;", "esac", GCC]
+    lines += [
+        "gsf.c:3:1: warning: unused",
+        '" exited with 1.',
+        "",
+        "Done. Your build exited with 1.",
+    ][:]
+    result = run_log(log_of(lines))
+    assert result.steps is not None and result.steps.failing is not None
+    assert result.root_cause is not None and result.root_cause.text == GCC
+
+
+def test_fallback_without_a_failing_step_reads_the_whole_log() -> None:
+    # A log cut short: no step says it failed; the best guesses come from every step, not
+    # only the last one Travis started.
+    lines = [
+        "travis_time:start:01\r\x1b[0K$ ./configure",
+        "configure: error: C compiler cannot create executables",
+        "travis_time:start:02\r\x1b[0K$ echo done",
+        "done",
+    ]
+    result = run_without(log_of(lines), "c-configure-error", "cpp-configure-error")
+    assert "configure: error: C compiler cannot create executables" in [
+        f.text for f in result.fallback_lines
+    ]
+
+
+def test_a_github_step_that_started_after_an_error_left_it_behind() -> None:
+    stamp = "2026-10-21T09:12:33.1234567Z "
+    lines = [
+        "##[group]Run ./fetch-deps.sh",
+        "curl: (6) Could not resolve host: github.com",
+        "##[group]Run make test",
+        GCC,
+        "##[error]Process completed with exit code 2.",
+    ]
+    result = run_log("".join(stamp + line + "\n" for line in lines))
+    assert result.root_cause is not None and result.root_cause.text == GCC
+
+
+def test_a_warning_ranks_below_the_error() -> None:
+    # Joined: apt's warning (priority 64) and a pytest assertion (40) in one failing step.
+    assertion = "E       assert 200 == 503"
+    result = run_log(log_of(travis_step("pytest", [APT_WARNING, assertion], 1)))
+    assert result.root_cause is not None and result.root_cause.text == assertion
+    warned = next(w for w in result.weighed if w.match.text == APT_WARNING)
+    assert warned.match.level == "WARN" and "printed at WARN level" in warned.reason
+
+
+def test_level_words_that_are_the_failure_are_not_a_level() -> None:
+    # Go's race detector and the sanitizers print their report at "WARNING:".
+    assert low_level("WARNING: DATA RACE", 0) is None
+    assert low_level(APT_WARNING, APT_WARNING.index("Failed")) == "WARN"
+    line = 'time="2019-06-01T10:00:00Z" level=info msg="connection refused, retrying"'
+    assert low_level(line, line.index("connection")) == "INFO"
+    assert low_level("[INFO] BUILD FAILURE", 7) == "INFO"
+
+
+def test_a_failure_retried_in_a_step_that_passed_ranks_below() -> None:
+    dns = "curl: (6) Could not resolve host: github.com"
+    lines = [
+        *travis_step("./retry curl -sSL https://github.com/x/y", [dns, dns, "downloaded"], 0),
+        *travis_step("make test", ["Tests failed", MAKE_OUTER], 2),
+    ]
+    result = run_log(log_of(lines))
+    network = next(w for w in result.weighed if w.match.text == dns)
+    assert "retried" in network.reason
+    assert result.root_cause is not None and result.root_cause.text == MAKE_OUTER
+
+
+def test_a_parent_test_defers_to_its_failing_subtest() -> None:
+    lines = travis_step("go test ./...", [GO_PARENT, GO_SUBTEST, "FAIL"], 1)
+    result = run_log(log_of(lines))
+    root = result.root_cause
+    assert root is not None and root.captures["test"] == "TestAlpha/Meetups"
+    parent = next(w for w in result.weighed if w.match.text == GO_PARENT)
+    assert parent.reason.startswith(f"a parent: defers to `{GO_SUBTEST.strip()}` below it")
+
+
+def test_among_equals_the_nearest_the_end_wins_but_a_run_counts_from_its_first() -> None:
+    # rauthy issue 996 (tests/accuracy/rust/cargo-e0425-many.log): the first of a run of
+    # compiler errors is the cause; Go's `--- FAIL` of another signature, later, is nearer.
+    first = "error[E0425]: cannot find value `node_config` in this scope"
+    second = "error[E0425]: cannot find value `vars` in this scope"
+    result = run_log(log_of([first, "", second]))
+    assert result.root_cause is not None and result.root_cause.text == first
+    assert "no failing step is marked" in result.root_cause.reason
+    assert "the first of 2 `rust-rustc-error` matches" in result.root_cause.reason
+
+
+def test_a_final_report_counts_from_its_last_match() -> None:
+    # awesome_bot prints its `> White listed:` list (allowed links, same shape) before the
+    # `Issues :-(` report (lib/awesome_bot/cli.rb, dkhamsing/awesome_bot): the report wins.
+    allowed = "  2. [L1020] 404 https://preyproject.com/img/home/report-simple-2.png  "
+    broken = "  1. [L0153] 404 http://a5.mzstatic.com/us/r30/screen696x696.jpeg  "
+    lines = ["> White listed:", allowed, "", "Issues :-(", "> Links ", broken, "> Dupes "]
+    result = run_log(log_of(travis_step("awesome_bot README.md", lines, 1)))
+    assert result.root_cause is not None and result.root_cause.text == broken
+    assert "the last of 2 `docs-awesome-bot-link-issue` matches" in result.root_cause.reason
+
+
+def test_line_score_skips_what_only_looks_like_an_error() -> None:
+    # Real lines (LogChunks): git/git's test list, jgm/pandoc's build, NancyFx/Nancy's MSBuild
+    # summary, SwiftLint on realm/SwiftLint, Travis' bookkeeping.
+    assert line_score("[16:29:36] t3020-ls-files-error-unmatch.sh ....... ok       29 ms") == 0
+    assert line_score("[ 80 of 180] Compiling Text.Pandoc.Error ( src/Text/Pandoc/Error.hs )") == 0
+    assert line_score("    0 Error(s)") == 0
+    assert line_score("Tests run: 12, Failures: 0, Errors: 0, Skipped: 0") == 0
+    assert line_score("Linting 'Error.swift' (12/180)") == 0
+    assert line_score("travis_fold:end:install.1") == 0
+    assert line_score("  --fail-fast      stop at the first failure") == 0
+    # ... and ranks what is one.
+    assert line_score(GCC) == 3
+    assert line_score("TypeError: Cannot read property 'x' of undefined") == 3
+    assert line_score("Host key verification failed.") == 2
+    assert line_score("npm ERR! Test failed.  See above for more details.") == 1
+
+
+def test_fallback_reads_the_failing_step_and_prefers_its_first_errors() -> None:
+    noise = [f"warning: unused variable 'x{n}'" for n in range(3)]
+    # A shape no signature knows: the fallback's own case.
+    errors = [f"Error: the frobnicator {n} refused to start" for n in range(12)]
+    lines = [
+        *travis_step("apt-get install foo", ["E: cleanup error earlier, exit 0"], 0),
+        *travis_step("./build.sh", [*noise, *errors, "Build failed."], 1),
+        "Done. Your build exited with 1.",
+    ]
+    result = run_without(log_of(lines), "ci-travis-command-exited")
+    assert result.root_cause is None
+    shown = [f.text for f in result.fallback_lines]
+    assert len(shown) == ranking.FALLBACK_LINES
+    assert shown == errors[: ranking.FALLBACK_LINES]
+
+
+def test_fallback_keeps_a_failing_steps_last_words() -> None:
+    lines = [
+        *travis_step("export PATH=$JAVA_HOME/bin:$PATH", [], 0),
+        *travis_step("$TRAVIS_BUILD_DIR/install-jdk.sh --feature 11", [PERMISSION], 126),
+        "Done. Your build exited with 1.",
+    ]
+    result = run_without(log_of(lines), "shell-permission-denied", "ci-travis-command-exited")
+    assert [(f.line, f.text) for f in result.fallback_lines] == [(4, PERMISSION)]
+
+
+def test_fallback_is_bounded_per_step() -> None:
+    errors = [f"error: thing {n} broke" for n in range(5000)]
+    result = run_log(log_of(travis_step("./build.sh", errors, 1)))
+    shown = [f.text for f in result.fallback_lines]
+    assert shown == errors[: ranking.FALLBACK_LINES]
+
+
+def test_json_reason_and_explain() -> None:
+    window = ROOT / "tests" / "accuracy" / "c" / "travis-gcc-storage-size.log"
+    command = [sys.executable, "-m", "triage_bot", "triage", str(window)]
+    done = subprocess.run(
+        [*command, "--format", "json", "--explain"], capture_output=True, text=True, check=True
+    )
+    job = json.loads(done.stdout)["jobs"][0]
+    assert job["root_cause"]["reason"].startswith("specific error above the wrapper `make[1]")
+    assert job["candidates"][0]["signature"] == job["root_cause"]["signature"]
+    assert set(job["candidates"][0]["score"]) == set(ranking.SCORE_PARTS)
+    text = subprocess.run(
+        [*command, "--format", "text", "--explain"], capture_output=True, text=True, check=True
+    ).stdout
+    assert "Candidates weighed for job" in text
+    assert "a wrapper line: defers to" in text
+
+
+def test_the_step_the_api_says_failed_wins_over_a_later_failing_step() -> None:
+    # A build step fails, then an `if: failure()` upload step fails too (its own network
+    # error, of a higher priority): with the API's failed step, the build's error wins.
+    lines = [
+        ("2026-10-21T09:10:00.0000000Z", "##[group]Run make"),
+        ("2026-10-21T09:10:05.0000000Z", GCC),
+        ("2026-10-21T09:10:06.0000000Z", "##[error]Process completed with exit code 2."),
+        ("2026-10-21T09:10:07.0000000Z", "##[group]Run ./upload-logs.sh"),
+        ("2026-10-21T09:10:08.0000000Z", "curl: (6) Could not resolve host: example.com"),
+        ("2026-10-21T09:10:09.0000000Z", "##[error]Process completed with exit code 6."),
+    ]
+    data = "".join(f"{stamp} {text}\n" for stamp, text in lines).encode()
+    started, ended = (logs.parse_timestamp(f"2026-10-21T09:10:0{s}Z") for s in (0, 6))
+    build = logs.Step(3, started, ended)
+    for step, expected in ((None, "curl: (6)"), (build, GCC)):
+        job = JobClassifier(compiled(), "job", failing_step=step)
+        job.feed(data)
+        root = job.finish().root_cause
+        assert root is not None and root.text.startswith(expected)
+
+
+def test_step_ends_are_bounded() -> None:
+    steps = [travis_step(f"step {n}", [], n % 2) for n in range(ranking.MAX_SECTIONS + 50)]
+    result = run_log(log_of([line for step in steps for line in step]))
+    assert result.steps is not None
+    assert len(result.steps.ends) <= ranking.MAX_SECTIONS + 1
+    failing = result.steps.failing_end
+    assert failing is not None and failing.text == 'The command "step 5049" exited with 1.'
+
+
+def test_a_step_that_passed_ranks_below_even_when_no_step_is_marked_failing() -> None:
+    # A log cut short (a time-out, as in bitcoin/bitcoin build 567191495 of LogChunks): the
+    # step that said exit 0 passed; the last, unfinished one holds the failure.
+    dns = "curl: (6) Could not resolve host: cli-assets.heroku.com"
+    lines = [*travis_step("curl https://cli-assets.heroku.com/install.sh | sh", [dns], 0), GCC]
+    result = run_log(log_of(lines))
+    assert result.root_cause is not None and result.root_cause.text == GCC
+    network = next(w for w in result.weighed if w.match.text == dns)
+    assert network.score[1] == 0 and "in a step that passed" in network.reason
+
+
+def test_with_the_whole_catalog_the_failing_steps_last_words_are_the_root_cause() -> None:
+    lines = [
+        *travis_step("export PATH=$JAVA_HOME/bin:$PATH", [], 0),
+        *travis_step("$TRAVIS_BUILD_DIR/install-jdk.sh --feature 11", [PERMISSION], 126),
+        "Done. Your build exited with 1.",
+    ]
+    root = run_log(log_of(lines)).root_cause
+    assert root is not None and (root.line, root.text) == (4, PERMISSION)

@@ -1,0 +1,105 @@
+"""The comment: untrusted log text stays inert, secrets never show, the cap holds."""
+
+from __future__ import annotations
+
+import re
+
+from helpers import run_log
+
+from triage_bot.core.render import COMMENT_MARKER, MAX_COMMENT_CHARS, render_comment, render_text
+from triage_bot.core.report import Job, build_report, report_json
+from triage_bot.core.sanitize import code_block, code_span, escape_text, redact
+
+HOSTILE = (
+    "ModuleNotFoundError: No module named 'evil'\n"
+    "```\n@octocat please look <img src=x onerror=alert(1)> [click](https://evil.test)\n"
+    "Authorization: Bearer abcdefgh12345678ijklmnop ghp_" + "a" * 36 + "\n"
+    "https://deploy:hunter2@registry.example.com/v2/ AKIAABCDEFGHIJKLMNOP\n"
+)
+
+
+def hostile_comment() -> str:
+    result = run_log(HOSTILE)
+    assert result.root_cause is not None
+    return render_comment(build_report([result]))
+
+
+def test_comment_has_marker_signature_fix_and_evidence() -> None:
+    body = render_comment(build_report([run_log("ModuleNotFoundError: No module named 'numpy'\n")]))
+    assert body.startswith(COMMENT_MARKER)
+    assert "Python module not found" in body and "`numpy`" in body
+    assert "**Suggested fix**" in body and 'git grep -n "numpy"' in body
+    assert "job, line 1" in body
+
+
+def test_secrets_are_redacted_everywhere() -> None:
+    log = "Authorization: Bearer abcdefgh12345678ijklmnop\nghp_" + "b" * 36 + "\n"
+    log += "ModuleNotFoundError: No module named 'a'\n"
+    report = build_report([run_log(log)])
+    body = render_comment(report)
+    as_json = str(report_json(report))
+    for secret in ("abcdefgh12345678ijklmnop", "ghp_" + "b" * 36):
+        assert secret not in body and secret not in as_json
+    assert "Bearer ***" in body
+
+
+def test_log_text_cannot_break_out_of_its_code_block() -> None:
+    evidence = "before\n````\n**bold** @octocat\n```"
+    block = code_block(evidence)
+    fence = block.split("\n", 1)[0].removesuffix("text")
+    assert len(fence) == 5
+    assert block.endswith("\n" + fence)
+    # No line inside is a fence that could close it.
+    inner = block.split("\n")[1:-1]
+    assert not any(re.fullmatch(r"`{5,}\s*", line) for line in inner)
+
+
+def test_mentions_html_and_links_are_neutralised_outside_code() -> None:
+    text = escape_text("@octocat <b>x</b> [a](https://e.test) *b* | c")
+    assert "@octocat" not in text
+    assert "<b>" not in text and "&lt;b&gt;" in text
+    assert "\\[a\\]" in text and "\\*b\\*" in text and "\\|" in text
+    assert code_span("a `tick` b") == "``a `tick` b``"
+
+
+def test_hostile_log_in_a_full_comment() -> None:
+    body = hostile_comment()
+    assert "hunter2" not in body and "ghp_" + "a" * 36 not in body
+    assert "AKIAABCDEFGHIJKLMNOP" not in body
+    # Outside code blocks no raw mention or tag survives.
+    outside = re.sub(r"(?ms)^(`{3,})text\n.*?^\1$", "", body)
+    assert "@octocat" not in outside and "<img" not in outside
+
+
+def test_redaction_keeps_prose() -> None:
+    assert redact("token authentication failed for user") == "token authentication failed for user"
+    assert redact("password=s3cr3tvalue") == "password=***"
+
+
+def test_comment_is_capped_and_says_what_was_cut() -> None:
+    results = []
+    for i in range(400):
+        result = run_log(f"ModuleNotFoundError: No module named 'pkg{i}_{'y' * 200}'\n")
+        result.name = f"matrix-{i}"
+        results.append(result)
+    body = render_comment(build_report(results))
+    assert len(body) <= MAX_COMMENT_CHARS
+    assert "more failures not shown" in body and "65,536" in body
+    assert body.count("### ") < 400
+
+
+def test_text_view_lists_failures_and_fallback() -> None:
+    known = run_log("ModuleNotFoundError: No module named 'numpy'\n")
+    unknown = run_log("starting\nerror: the gizmo exploded\n")
+    unknown.name = "gizmo"
+    text = render_text(build_report([Job(known), Job(unknown)]))
+    assert "Python module not found" in text
+    assert "gizmo" in text and "error: the gizmo exploded" in text
+
+
+def test_a_job_with_only_a_catch_all_is_still_listed() -> None:
+    result = run_log("hello\n##[error]Process completed with exit code 1.\n")
+    result.name = "quiet-job"
+    body = render_comment(build_report([result]))
+    assert "quiet-job" in body
+    assert "No error lines found" in body

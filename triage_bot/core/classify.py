@@ -1,0 +1,622 @@
+"""Lines x catalog -> matches, streaming, in bounded memory.
+
+A log arrives in chunks of any size (a download, a file, stdin). Chunks are cut into blocks
+of complete lines; a multi-literal prefilter finds the lines that hold a signature's keyword
+or a marker, and only those lines are decoded and tried against the signatures' regular
+expressions, best priority first. The first signature that matches a line wins that line.
+The same scan finds the ends of steps and the lines holding an error word, so each match
+knows its step and each step keeps a bounded set of best-guess lines. At the end, ranking.py
+orders the matches as a person reads the log (the root cause first, the others as also
+seen) and picks the best-guess lines. Nothing here talks to GitHub: this is a pure function
+of the bytes, the catalog and (optionally) the step the API says failed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+import regex
+
+from triage_bot.core import logs, ranking
+from triage_bot.core.catalog import Catalog, Signature
+from triage_bot.core.classify_results import (
+    FallbackLine,
+    JobResult,
+    Match,
+    PatternTimeout,
+    TimeCut,
+    group_key,
+)
+from triage_bot.core.engine import (
+    Prefilter,
+    Trigger,
+    build_prefilter,
+    choose_engine,
+)
+from triage_bot.core.log_tail import TailGate
+from triage_bot.core.log_windows import LineCounter, clip, lines_after, lines_ending_at
+from triage_bot.core.regex_shapes import cpu_search
+
+MAX_DISTINCT_MATCHES = 100
+MAX_VARIANTS = 50
+MAX_LINE_BYTES = 64 * 1024
+# Pieces smaller than this are gathered before they are classified.
+MIN_BLOCK_BYTES = 512 * 1024
+FALLBACK_LINES = ranking.FALLBACK_LINES
+# A repository's signature is an untrusted regex run on a shared worker: each search may take
+# this much CPU time of the worker's thread (a timeout is no match on that line), and after
+# this many timeouts in one job the signature is skipped for the rest of it. CPU time, not
+# wall time, so that a loaded machine or busy sibling threads do not drop a fast pattern.
+# Built-in ones run unbounded: `catalog lint` keeps them linear, and the argument costs
+# time in the hot loop.
+REPO_PATTERN_TIMEOUT_S = 0.1
+MAX_PATTERN_TIMEOUTS = 3
+# A pattern sees at most this many characters of a line: the first and the last half of a
+# longer one, searched apart. Failures are told at a line's start (a compiler's message) or
+# at its end (a progress line overwritten by `\r`, then the error); the middle of a giant
+# line is minified code or data. `catalog lint` bounds every pattern's time per 64 KiB.
+MAX_REGEX_CHARS = 64 * 1024
+# One job's classification may use this much CPU time; past it the rest of the log is not
+# read and the report says so (JobResult.time_cut). Lint keeps each pattern linear, but a
+# log of long lines full of keywords still costs each candidate signature per line.
+MAX_JOB_CPU_S = 60.0
+# The budget is looked at every this many candidate lines (each costs a few patterns at most
+# a few ms, so the overshoot is small).
+_CPU_CHECK_LINES = 32
+
+# Enough for 40 lines of context or 200 fallback lines of ordinary length.
+_RECENT_BYTES = 64 * 1024
+_ERROR_MARKER = b"##[error]"
+# Where a step's log starts in the job log: its `##[group]Run ...` line. Kept (a bounded
+# number of them) so that a line can be linked to GitHub's log viewer (#step:S:L).
+_GROUP_MARKER = b"##[group]"
+MAX_GROUP_MARKS = 5000
+_PROCESS_EXIT = "##[error]Process completed with exit code"
+
+
+class CompiledCatalog:
+    """The prefilter built once for a catalog, shared by every job classified with it."""
+
+    def __init__(self, catalog: Catalog, engine: str | None = None) -> None:
+        self.catalog = catalog
+        engine_name = choose_engine(engine)
+        triggers: list[Trigger] = []
+        index_of: dict[Trigger, int] = {}
+
+        def trigger_index(trigger: Trigger) -> int:
+            if trigger not in index_of:
+                index_of[trigger] = len(triggers)
+                triggers.append(trigger)
+            return index_of[trigger]
+
+        ranked = sorted(catalog.signatures, key=lambda s: -s.priority)
+        self.rank = {s.id: position for position, s in enumerate(ranked)}
+        # The signatures whose searches are bounded in time (REPO_PATTERN_TIMEOUT_S).
+        self.untrusted = frozenset(s.id for s in catalog.signatures if s.from_repository)
+        self.by_literal: dict[int, list[Signature]] = {}
+        for signature in ranked:
+            for trigger in _triggers(signature):
+                self.by_literal.setdefault(trigger_index(trigger), []).append(signature)
+        self.error_marker = trigger_index(Trigger(_ERROR_MARKER))
+        self.group_marker = trigger_index(Trigger(_GROUP_MARKER))
+        self.travis_start = trigger_index(Trigger(ranking.TRAVIS_STEP_START.encode()))
+        # The ends of steps (ranking.step_end) and the words of best-guess error lines.
+        self.step_ends = frozenset(
+            trigger_index(Trigger(t.encode())) for t in ranking.STEP_END_LITERALS
+        )
+        self.error_words = frozenset(
+            trigger_index(Trigger(t.encode())) for t in ranking.FALLBACK_LITERALS
+        )
+        stand_ins = [k.encode() for s in catalog.signatures if s.prefilter for k in s.keywords]
+        self.prefilter: Prefilter = build_prefilter(triggers, engine_name, stand_ins)
+        self._keyword_bytes = {
+            s.id: (tuple(k.encode() for k in s.keywords), tuple(k.encode() for k in s.any_keywords))
+            for s in catalog.signatures
+        }
+
+    def keywords_hold(self, signature: Signature, line: bytes) -> bool:
+        every, any_of = self._keyword_bytes[signature.id]
+        if not all(keyword in line for keyword in every):
+            return False
+        return not any_of or any(keyword in line for keyword in any_of)
+
+
+def _triggers(signature: Signature) -> list[Trigger]:
+    if signature.prefilter:
+        branches = top_level_branches(signature.prefilter)
+        return [Trigger(branch.encode(), is_regex=True) for branch in branches]
+    return [Trigger(t.encode()) for t in signature.triggers]
+
+
+def top_level_branches(pattern: str) -> list[str]:
+    """A regex's top-level alternatives (`a|b(c|d)` gives `a` and `b(c|d)`), each a trigger
+    of its own: Python's `re`, which runs the regex triggers where Hyperscan is missing,
+    searches a leading literal fast but tries an alternation at every byte."""
+    branches: list[str] = []
+    depth = start = position = 0
+    in_class = False
+    while position < len(pattern):
+        char = pattern[position]
+        if char == "\\":
+            position += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+            # A `]` first in a class (`[]a]`, `[^]a]`) is one of its characters.
+            if pattern.startswith("^]", position + 1):
+                position += 2
+            elif pattern.startswith("]", position + 1):
+                position += 1
+        elif char in "()":
+            depth += 1 if char == "(" else -1
+        elif char == "|" and depth == 0:
+            branches.append(pattern[start:position])
+            start = position + 1
+        position += 1
+    return [*branches, pattern[start:]]
+
+
+def classify(
+    chunks: Iterable[bytes],
+    catalog: CompiledCatalog,
+    name: str = "job",
+    *,
+    max_bytes: int | None = None,
+    log_size: int | None = None,
+    keep_winners: bool = False,
+) -> JobResult:
+    """Classify one job's log, given as chunks of bytes of any size."""
+    job = JobClassifier(
+        catalog, name, max_bytes=max_bytes, log_size=log_size, keep_winners=keep_winners
+    )
+    for chunk in chunks:
+        if not job.feed(chunk):
+            break
+    return job.finish()
+
+
+class JobClassifier:
+    """The state of one job's classification while its log streams in."""
+
+    def __init__(
+        self,
+        catalog: CompiledCatalog,
+        name: str,
+        *,
+        max_bytes: int | None = None,
+        log_size: int | None = None,
+        keep_winners: bool = False,
+        max_cpu_s: float = MAX_JOB_CPU_S,
+        failing_step: logs.Step | None = None,
+    ) -> None:
+        self._catalog = catalog
+        self._name = name
+        # max_bytes: only the log's last max_bytes are classified, the lines before are
+        # counted (log_tail.py); log_size, when known, spares holding that tail in memory.
+        self.tail = TailGate(max_bytes, log_size) if max_bytes is not None else None
+        self._keep_winners = keep_winners
+        self._carry = bytearray()
+        # Whether the gathered bytes hold a complete line (else they are one long line).
+        self._carry_has_newline = False
+        # The last bytes before the current block, for evidence that starts before it.
+        self._recent = b""
+        self._lines_done = 0  # complete lines before the current block
+        self._bytes_read = 0
+        self._matches: dict[tuple[str, tuple[str, ...]], Match] = {}
+        self._pending_after: list[Match] = []
+        self._annotations: list[FallbackLine] = []
+        self._groups: list[logs.GroupMark] = []
+        # Steps (sections of the log between step ends), for ranking and the fallback.
+        self._section = 0
+        self._section_start = 1
+        # The first step whose end was kept past ranking.MAX_SECTIONS (none yet).
+        self._cap_from = 1 << 62
+        self._section_ends: dict[int, ranking.SectionEnd] = {}
+        self._failing_section: int | None = None
+        self._candidates = ranking.Candidates()
+        self._failing_candidates: ranking.Candidates | None = None
+        # The whole log's, for a log whose failing step is not marked.
+        self._log_candidates = ranking.Candidates()
+        # The step GitHub's API says failed (its time span): the step of the log whose end
+        # falls in it is the failing one, whatever failed after it (`if: failure()` steps).
+        self._api_step = failing_step
+        self._api_failing: int | None = None
+        self._winners: list[tuple[int, str, dict[str, str]]] = []
+        self._in_long_line = False
+        self._timeouts: dict[str, PatternTimeout] = {}
+        # CPU time spent classifying (summed per block: the feeding thread may change).
+        self._max_cpu_s = max_cpu_s
+        self._cpu_used = 0.0
+        self._block_started = 0.0
+        self._time_cut: TimeCut | None = None
+        # The first line is checked (a budget already spent stops at once), then every Nth.
+        self._unchecked_lines = _CPU_CHECK_LINES - 1
+
+    def expect_size(self, log_size: int) -> None:
+        """The log's size, learnt before its first byte (a download's Content-Length)."""
+        if self.tail is not None:
+            self.tail.expect_size(log_size)
+
+    def feed(self, chunk: bytes) -> bool:
+        """Take the next chunk; False once the CPU budget is spent and the rest is unwanted
+        (a byte cap never stops the reading: the lines before the kept tail are counted)."""
+        if self._time_cut is not None:
+            return False
+        if self.tail is not None:
+            chunk = self.tail.take(chunk)
+            if not chunk:
+                return True
+            self._begin_tail()
+        self._take(chunk)
+        return self._time_cut is None
+
+    def _begin_tail(self) -> None:
+        # The first bytes of the tail: the lines and step marks before it were counted.
+        assert self.tail is not None
+        if self._bytes_read == 0:
+            self._lines_done = self.tail.skipped_lines
+            self._groups = list(self.tail.groups)
+
+    def _take(self, chunk: bytes) -> None:
+        self._bytes_read += len(chunk)
+        cut = chunk.rfind(b"\n") + 1
+        if cut == 0:
+            self._carry += chunk
+            if not self._carry_has_newline and len(self._carry) > MAX_LINE_BYTES:
+                self._flush_long_line()
+            return
+        if len(self._carry) + cut < MIN_BLOCK_BYTES:
+            # Small pieces (a socket's) are gathered: the cost of a block is mostly fixed.
+            self._carry += chunk
+            self._carry_has_newline = True
+            return
+        # One copy: what was gathered joined to this chunk's complete lines.
+        block = (
+            b"".join((self._carry, memoryview(chunk)[:cut]))
+            if self._carry or cut < len(chunk)
+            else chunk
+        )
+        self._carry = bytearray(chunk[cut:])
+        self._carry_has_newline = False
+        self._process(block)
+
+    def finish(self) -> JobResult:
+        if self.tail is not None and self._time_cut is None:
+            held = self.tail.drain()
+            self._begin_tail()
+            self._take(held)
+        if self._carry and self._time_cut is None:
+            rest = bytes(self._carry)
+            self._process(rest if rest.endswith(b"\n") else rest + b"\n")
+            self._carry = bytearray()
+        # Stable order first (priority, line, catalog rank), then as a person reads the log.
+        found = sorted(
+            self._matches.values(),
+            key=lambda m: (-m.signature.priority, m.line, self._catalog.rank[m.signature.id]),
+        )
+        steps = ranking.Steps(dict(self._section_ends), self._failing_section)
+        weighed = ranking.rank(found, steps, self._lines_done)
+        for item in weighed:
+            item.match.reason = item.reason
+        matches = [item.match for item in weighed]
+        root = matches[0] if matches else None
+        fallback = self._fallback(root) if _needs_fallback(weighed) else []
+        return JobResult(
+            name=self._name,
+            matches=matches,
+            fallback_lines=fallback,
+            lines=self._lines_done,
+            bytes_read=self._bytes_read,
+            truncated=self.tail is not None and self.tail.skipped,
+            engine=self._catalog.prefilter.name,
+            winners=self._winners,
+            groups=self._groups,
+            timeouts=list(self._timeouts.values()),
+            time_cut=self._time_cut,
+            weighed=weighed,
+            steps=steps,
+        )
+
+    def _flush_long_line(self) -> None:
+        # A line longer than we keep: classify its first part, drop the rest of it, and
+        # count it as one line.
+        piece = bytes(self._carry[:MAX_LINE_BYTES]) + b"\n"
+        self._carry = bytearray()
+        if not self._in_long_line:
+            self._process(piece)
+            self._lines_done -= 1
+        self._in_long_line = True
+
+    def _process(self, block: bytes) -> None:
+        self._block_started = time.thread_time()
+        try:
+            self._process_block(block)
+        finally:
+            self._cpu_used += time.thread_time() - self._block_started
+
+    def _out_of_time(self, start: int, counter: LineCounter) -> bool:
+        """Whether the job's CPU budget is spent; if so, where classification stopped.
+        Asked every _CPU_CHECK_LINES lines: reading the clock costs a system call (~1 us)."""
+        self._unchecked_lines += 1
+        if self._unchecked_lines < _CPU_CHECK_LINES:
+            return False
+        self._unchecked_lines = 0
+        if self._cpu_used + time.thread_time() - self._block_started < self._max_cpu_s:
+            return False
+        line = self._lines_done + counter.newlines_before(start) + 1
+        self._time_cut = TimeCut(line=line, cpu_s=self._max_cpu_s)
+        return True
+
+    def _process_block(self, block: bytes) -> None:
+        if self._in_long_line:
+            # The rest of an overlong line: skip to its end.
+            end = block.find(b"\n") + 1
+            self._in_long_line = False
+            self._lines_done += 1
+            block = block[end:]
+            if not block:
+                return
+        if self._pending_after:
+            self._fill_pending_after(block)
+        # Line start -> the triggers the scan saw in it (None: not known for sure).
+        seen: dict[int, set[int] | None] = {}
+        for end, index in self._catalog.prefilter.scan_ids(block):
+            start = block.rfind(b"\n", 0, end) + 1
+            known = seen.setdefault(start, set())
+            if known is not None:
+                if index < 0:
+                    seen[start] = None
+                else:
+                    known.add(index)
+        counter = LineCounter(block)
+        for start in sorted(seen):
+            if self._out_of_time(start, counter):
+                break
+            end = block.find(b"\n", start)
+            self._examine_line(block, start, len(block) if end < 0 else end, counter, seen[start])
+        self._lines_done += counter.newlines_before(len(block))
+        self._remember(block)
+
+    def _remember(self, block: bytes) -> None:
+        if len(block) >= _RECENT_BYTES:
+            self._recent = block[-_RECENT_BYTES:]
+        else:
+            self._recent = (self._recent + block)[-_RECENT_BYTES:]
+
+    def _examine_line(
+        self, block: bytes, start: int, end: int, counter: LineCounter, known: set[int] | None
+    ) -> None:
+        catalog = self._catalog
+        raw = block[start:end]
+        clean = logs.strip_ansi(raw)
+        # The scan's own account of a plain line is complete; a coloured line's stripped
+        # text may hold more than the raw bytes showed.
+        present = (
+            known if known is not None and clean is raw else catalog.prefilter.literals_in(clean)
+        )
+        if not present:
+            return  # a colour-tolerant part that was not the literal after all
+        # Most candidate lines fail on a keyword: check them on the bytes, before decoding.
+        candidates = [
+            s
+            for s in {s.id: s for i in present for s in catalog.by_literal.get(i, ())}.values()
+            if catalog.keywords_hold(s, clean)
+        ]
+        travis_start = catalog.travis_start in present
+        markers = catalog.error_marker in present or catalog.group_marker in present or travis_start
+        step_end = markers or not catalog.step_ends.isdisjoint(present)
+        error_words = not catalog.error_words.isdisjoint(present)
+        if not candidates and not step_end and not error_words:
+            return
+        # Counted only now: most lines the scan finds end above, and lines come in order.
+        number = self._lines_done + counter.newlines_before(start) + 1
+        timestamp, text = logs.normalise(clean)
+        if catalog.error_marker in present:
+            self._track_error(number, text)
+        if catalog.group_marker in present and text.startswith("##[group]"):
+            self._mark_group(number, timestamp, text)
+            if text.startswith(ranking.GITHUB_STEP_START):
+                self._end_section(number - 1, ranking.SectionEnd(number - 1, False, ""))
+        if travis_start and self._section_start < number:
+            self._start_section(number)
+        candidates.sort(key=lambda s: catalog.rank[s.id])
+        matched = any(
+            self._try_signature(signature, block, start, end, number, timestamp, text)
+            for signature in candidates
+        )
+        if not matched and error_words:
+            score = ranking.line_score(text)
+            if score:
+                self._add_candidate(score, FallbackLine(number, clip(text)))
+        if step_end:
+            failed = ranking.step_end(text)
+            if failed is not None:
+                if failed:
+                    self._keep_last_words(block, start, number)
+                    if self._api_failing is None and self._in_api_step(timestamp):
+                        self._api_failing = self._section
+                self._end_section(number, ranking.SectionEnd(number, failed, clip(text)))
+
+    def _in_api_step(self, timestamp: str | None) -> bool:
+        step = self._api_step
+        if step is None or timestamp is None or step.started_at is None:
+            return False
+        moment = logs.parse_timestamp(timestamp)
+        # The API's times are to the second, the log's finer.
+        if moment < step.started_at.replace(microsecond=0):
+            return False
+        return step.completed_at is None or moment <= step.completed_at.replace(microsecond=999999)
+
+    def _keep_last_words(self, block: bytes, start: int, number: int) -> None:
+        """A failing step's last lines, which hold its error when no word says so
+        (`install-jdk.sh: Permission denied`): kept only at the end of a failing step."""
+        lines = self._lines_before(block, start, ranking.LAST_WORDS)
+        first = number - len(lines)
+        for offset, text in enumerate(lines):
+            line = first + offset
+            if line > self._section_start and (score := ranking.last_words_score(text)):
+                self._add_candidate(score, FallbackLine(line, text))
+
+    def _add_candidate(self, score: int, line: FallbackLine) -> None:
+        self._candidates.add(score, line)
+        self._log_candidates.add(score, line)
+
+    def _start_section(self, number: int) -> None:
+        """A step starts at line `number` and the one before printed no end: it went on (Travis
+        runs its set-up unmarked, and stops the job at a set-up command that fails), so it
+        counts as passed."""
+        self._end_section(number - 1, ranking.SectionEnd(number - 1, False, ""))
+
+    def _end_section(self, number: int, end: ranking.SectionEnd) -> None:
+        """The current step ended at line `number`; the next line starts another."""
+        failing = end.failed and self._api_failing in (None, self._section)
+        if len(self._section_ends) < ranking.MAX_SECTIONS:
+            self._section_ends[self._section] = end
+        elif failing:
+            # Past the bound only the failing step's end is kept (the one it replaces goes).
+            if self._failing_section is not None and self._failing_section >= self._cap_from:
+                del self._section_ends[self._failing_section]
+            self._cap_from = min(self._cap_from, self._section)
+            self._section_ends[self._section] = end
+        if failing:
+            self._failing_section = self._section
+            self._failing_candidates = self._candidates
+        self._section += 1
+        self._section_start = number + 1
+        self._candidates = ranking.Candidates()
+
+    def _mark_group(self, number: int, timestamp: str | None, text: str) -> None:
+        if len(self._groups) < MAX_GROUP_MARKS:
+            self._groups.append(logs.GroupMark(number, timestamp, text[len("##[group]") :]))
+
+    def _track_error(self, number: int, text: str) -> None:
+        if not text.startswith(_PROCESS_EXIT) and len(self._annotations) < FALLBACK_LINES:
+            self._annotations.append(FallbackLine(number, clip(text)))
+
+    def _try_signature(
+        self,
+        signature: Signature,
+        block: bytes,
+        start: int,
+        end: int,
+        number: int,
+        timestamp: str | None,
+        text: str,
+    ) -> bool:
+        if not all(keyword in text for keyword in signature.keywords):
+            return False
+        if signature.any_keywords and not any(k in text for k in signature.any_keywords):
+            return False
+        found = None
+        for piece in _regex_pieces(text):
+            if signature.id in self._catalog.untrusted:
+                found = self._bounded_search(signature, piece, number)
+            else:
+                found = signature.pattern.search(piece)
+            if found is not None:
+                break
+        if found is None:
+            return False
+        captures = {k: v for k, v in found.groupdict().items() if v is not None}
+        if self._keep_winners:
+            self._winners.append((number, signature.id, captures))
+        key = group_key(signature, captures)
+        known = self._matches.get(key)
+        if known is not None:
+            known.count += 1
+            known.last_line = number
+            _add_variants(known, captures)
+            return True
+        if len(self._matches) >= MAX_DISTINCT_MATCHES:
+            return True
+        match = Match(
+            signature=signature,
+            captures=captures,
+            line=number,
+            text=clip(text),
+            timestamp=timestamp,
+            before=self._lines_before(block, start, signature.before),
+            after=lines_after(block, end, signature.after),
+            last_line=number,
+            section=self._section,
+            level=ranking.low_level(text, found.start()),
+        )
+        _add_variants(match, captures)
+        self._matches[key] = match
+        if len(match.after) < signature.after:
+            self._pending_after.append(match)
+        return True
+
+    def _bounded_search(
+        self, signature: Signature, text: str, number: int
+    ) -> regex.Match[str] | None:
+        known = self._timeouts.get(signature.id)
+        if known is not None and known.count >= MAX_PATTERN_TIMEOUTS:
+            return None  # given up on for the rest of this job
+        try:
+            return cpu_search(signature.pattern, text, REPO_PATTERN_TIMEOUT_S)
+        except TimeoutError:
+            if known is None:
+                self._timeouts[signature.id] = PatternTimeout(signature, number)
+            else:
+                known.count += 1
+            return None
+
+    def _lines_before(self, block: bytes, start: int, wanted: int) -> list[str]:
+        found = lines_ending_at(block, start, wanted)
+        if len(found) < wanted:  # the block's start was reached: go on in what came before
+            earlier = lines_ending_at(self._recent, len(self._recent), wanted - len(found))
+            found = earlier + found
+        return found
+
+    def _fill_pending_after(self, block: bytes) -> None:
+        still_pending: list[Match] = []
+        for match in self._pending_after:
+            wanted = match.signature.after - len(match.after)
+            match.after.extend(lines_after(block, -1, wanted))
+            if len(match.after) < match.signature.after:
+                still_pending.append(match)
+        self._pending_after = still_pending
+
+    def _fallback(self, root: Match | None) -> list[FallbackLine]:
+        """The best-guess error lines: of the failing step (the one a wrapper root cause
+        ended, above it), else of the whole log, its last ones first; GitHub's annotations first."""
+        annotations = [(3, line) for line in self._annotations]
+        failing = self._failing_candidates
+        below = root.line if root is not None and root.signature.wraps else None
+        if below is not None and root is not None and root.section != self._failing_section:
+            failing = self._candidates if root.section == self._section else None
+        if failing is None:
+            pool = self._log_candidates.all()
+            return ranking.pick_fallback([*annotations, *pool], first=False, below=below)
+        return ranking.pick_fallback([*annotations, *failing.all()], first=True, below=below)
+
+
+def _needs_fallback(weighed: list[ranking.Weighed]) -> bool:
+    """No root cause, a catch-all one, a wrapper line with no specific error matched above
+    it (one that deferred ranks below that error), or one that ranked first only for want of
+    better (a warning, a step that passed): the reader also gets the best-guess lines."""
+    if not weighed:
+        return True
+    root = weighed[0]
+    return root.match.signature.generic or root.match.signature.wraps or ranking.demoted(root)
+
+
+def _regex_pieces(text: str) -> list[str]:
+    """The text a pattern searches: the line, or the two ends of a line over MAX_REGEX_CHARS."""
+    if len(text) <= MAX_REGEX_CHARS:
+        return [text]
+    half = MAX_REGEX_CHARS // 2
+    return [text[:half], text[-half:]]
+
+
+def _add_variants(match: Match, captures: dict[str, str]) -> None:
+    for name, value in captures.items():
+        if name in match.signature.group_by:
+            continue
+        values = match.variants.setdefault(name, [])
+        if value not in values and len(values) < MAX_VARIANTS:
+            values.append(value)

@@ -1,0 +1,432 @@
+"""Which of a job's matches is its root cause, read as a person reads a log; and, where no
+signature explains the job, which lines look most like its error.
+
+A person reading a failed job's log goes to the end of the step that failed and reads up:
+
+- a wrapper or summary line (`make: *** [all] Error 2`, `Failed to execute goal`, `✖ 3
+  problems`; a signature with `wraps: true`) is not the cause when a specific error was
+  printed shortly above it in the same step: it only repeats that the step failed;
+- a match inside the failing step beats one from a step that passed (its end said exit 0)
+  or from after the failure (clean-up, `after_failure`);
+- a line printed at DEBUG/INFO/WARN level (`W: Failed to fetch ...`, `level=warning`) is
+  not the failure, unless the signature matched the level word itself (`WARNING: DATA RACE`);
+- a failure seen again and again in a step that then passed was retried and recovered;
+- then the signature's priority; among equals, the match nearest the failing step's end.
+
+A step's end is `##[error]Process completed with exit code N` (GitHub Actions), `The command
+"..." exited with N.` (Travis CI, N = 0 for a step that passed; `failed and exited with N
+during install.` or `failed 3 times.` in its set-up phases and retries), `ERROR: Job failed` /
+`Job succeeded` (GitLab CI) and `Finished: FAILURE` (Jenkins); a GitHub step also starts at
+its `##[group]Run ...` line, a Travis one at its `travis_time:start:` marker (what ran before
+it without an end line, Travis' own set-up, went on). The failing step is the last one whose
+end said it failed; a log with no such end has none, and the step rules are not applied.
+
+Only lines the prefilter found reach this module (matches, markers, and lines holding one
+of FALLBACK_LITERALS), so the work per line is a regex search or
+two on a few lines.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import regex
+
+from triage_bot.core.classify_results import FallbackLine, Match
+from triage_bot.core.classify_results import SectionEnd as SectionEnd
+from triage_bot.core.classify_results import Steps as Steps
+from triage_bot.core.classify_results import Weighed as Weighed
+from triage_bot.core.logs import is_bookkeeping
+
+# A wrapper defers to a specific error at most this many lines above it, in the same step:
+# a compiler's or test runner's report is followed by the build tool's summary within a page.
+WRAP_WINDOW = 100
+# The best-guess lines shown for a job no signature explains.
+FALLBACK_LINES = 8
+# Candidate lines kept per step while the log streams: the first few (the first specific
+# error is the likeliest cause) and the last ones (what led to the step's end).
+HEAD_CANDIDATES = 24
+TAIL_CANDIDATES = 40
+# The lines before a failing step's end kept as candidates whatever words they hold.
+LAST_WORDS = 4
+# Steps whose end is remembered (for "in a step that passed"); the rest count as unknown.
+MAX_SECTIONS = 5000
+
+# Literals the prefilter scans for on top of the signatures' triggers: a line without any
+# of them is never a best-guess line, so the fallback costs nothing on the others.
+# Literals, not a regex: every engine scans literals fast (Python's `re` would try a regex
+# without a literal prefix at every byte). A word after a space or bracket, or a word with
+# its colon (which also finds it at a line's start); line_score then judges the line.
+FALLBACK_LITERALS = (
+    *(
+        lead + word
+        for lead in (" ", "[", "(", "'", '"', "*", "=", "\t")
+        for word in ("error", "Error", "ERROR", "fatal", "Fatal", "FATAL", "FAIL", "failed")
+    ),
+    *(" " + word for word in ("Failed", "failure", "Failure", "panic", "Killed", "Aborted")),
+    *(word + ":" for word in ("error", "Error", "ERROR", "fatal", "Fatal", "FATAL", "panic")),
+    # At a line's start, followed by a space: `Failed asserting that ...` (PHPUnit).
+    *(word + " " for word in ("Failed", "Failure", "FAILED", "Error", "ERROR", "Fatal")),
+    "FAIL",
+    "ERR!",
+    "Traceback",
+    "Exception",
+    "aborted!",
+)
+# The literals of the step ends (the `##[error]` and `##[group]` markers are scanned anyway).
+STEP_END_LITERALS = (
+    "exited with",
+    '" failed ',
+    "ERROR: Job failed",
+    "Job succeeded",
+    "Finished: ",
+)
+
+_TRAVIS_END = regex.compile(
+    r'^(?:The command ".*)?" (?:(?:failed and )?exited with (?P<code>\d+)(?: during \w*)? ?\.'
+    r"|failed (?P<tries>\d+) times\.)$"
+)
+_GITHUB_END = regex.compile(r"^##\[error\]Process completed with exit code (?P<code>\d+)")
+_GITLAB_END = regex.compile(r"^(?:ERROR: Job failed\b|Job succeeded$)")
+_JENKINS_END = regex.compile(r"^Finished: (?P<result>SUCCESS|FAILURE|UNSTABLE|ABORTED)$")
+GITHUB_STEP_START = "##[group]Run "
+# Travis' marker before each command it runs, glued to the line (logs.normalise drops it).
+TRAVIS_STEP_START = "travis_time:start:"
+
+# The level a line was printed at, when it is below ERROR: a prefix (`W: `, `WARNING:`,
+# `[WARN]`, `INFO `, `npm WARN`, after an optional timestamp) or logfmt's `level=`.
+_LOW_LEVEL = regex.compile(
+    r"^\s*(?:\[?[\d:.,T/ -]{8,}Z?\]?\s+)?(?:npm |yarn )?"
+    r"(?P<prefix>\[?(?P<word>DEBUG|INFO|WARN|WARNING|TRACE|NOTICE|W)\]?(?::|\s))"
+    r"|\blevel=(?P<logfmt>debug|info|warn|warning)\b",
+    regex.IGNORECASE,
+)
+# An error word standing as a word: not part of a name (`Error.swift`, `ErrorHandler`,
+# `Text.Pandoc.Error`, `t3020-ls-files-error-unmatch.sh`, `-Werror`, `errors.New`).
+_STRONG = regex.compile(
+    r"(?<![\w.\-/\\])(?:error|errors|Error|Errors|ERROR|ERRORS|fatal|Fatal|FATAL|FAIL|FAILED"
+    r"|FAILURE|panic|Traceback|Killed|Aborted|aborted!)(?![\w\-]|\.\w)"
+    r"|ERR!"
+    r"|\b[A-Z]\w*(?:Error|Exception)(?=: )"
+)
+_WEAK = regex.compile(r"(?<![\w.\-/\\])(?:failed|Failed|failure|Failure|failures)(?![\w\-]|\.\w)")
+# "specific": the error word starts a message (`error: x`, `Error: x`, `FAILED: x`, an
+# exception with its message), or sits next to a place (`file.c:12:`).
+_SPECIFIC = regex.compile(
+    r"(?:error|Error|ERROR|fatal|Fatal|FATAL|FAIL|FAILED|panic|Exception)(?:\[\w+\])?:\s*\S"
+    r"|\b[A-Z]\w*(?:Error|Exception): \S"
+    r"|[\w./-]+\.\w+:\d+"
+    r"|^\s*(?:FAIL|not ok|\d+\) )\s*\S"
+)
+# Counts of nothing: "0 failures", "0 Error(s)", "Errors: 0", "failed=0".
+_ZERO_COUNT = regex.compile(
+    r"\b0 (?:\w+ )?(?:errors?|failures?|failed|fatal)(?:\(s\))?"
+    r"|(?:errors?|failures?|failed)(?:\(s\))?\s*[:=]\s*0\b",
+    regex.IGNORECASE,
+)
+# Lines that only close a failed step, print help or a licence, or report a pass: they say
+# that something failed, or nothing, never what.
+_BOILERPLATE = regex.compile(
+    r"^\s*-{1,2}[\w-]+(?:[ ,=]|$)"  # a help text's option
+    r"|warranty|\blicen[cs]e\b"
+    r"|^Done\. Your build exited with"
+    r"|^npm ERR! (?:A complete log|This is probably not|Failed at the|Tell the author"
+    r"|You can get|Make sure you|\s*$|code E|errno|syscall|path|\S+@\S+ \S+:)"
+    r"|\bok\s*$|\bPASS(?:ED)?\b|✓"
+    r"|Your build has been stopped|^\[ERROR\] (?:-> \[Help|Re-run Maven|To see the full"
+    r"|For more information|\s*$)",
+    regex.IGNORECASE,
+)
+# Lines that end a step without saying why: a person reads past them, up to the error.
+_CLOSING = regex.compile(
+    r"exited with \d+|Process completed with exit code|Error \d+\s*$|BUILD FAIL"
+    r"|Command failed with exit code|ERROR: Job failed|Finished: FAILURE|ELIFECYCLE"
+    r"|Test failed\.|tests? failed|FAILED \(|\bfailed with exit|non-zero exit"
+)
+
+
+def step_end(text: str) -> bool | None:
+    """Whether a normalised line ends a step that failed (True) or passed (False); None
+    when it ends none."""
+    if text.startswith("The command ") or (text.startswith('" ') and text.endswith(".")):
+        # A command of several lines ends on a line of its own: `" exited with 1.`.
+        found = _TRAVIS_END.match(text)
+        if found is None:
+            return None
+        return found.group("tries") is not None or found.group("code") != "0"
+    if text.startswith("##[error]"):
+        return True if _GITHUB_END.match(text) else None
+    if text.startswith(("ERROR: Job failed", "Job succeeded")):
+        return text.startswith("ERROR") if _GITLAB_END.match(text) else None
+    if text.startswith("Finished: "):
+        found = _JENKINS_END.match(text)
+        return None if found is None else found.group("result") != "SUCCESS"
+    return None
+
+
+def low_level(text: str, match_start: int) -> str | None:
+    """The level (`WARN`, `INFO`, ...) a line was printed at when it is below ERROR and the
+    signature matched the message after it (not the level word: `WARNING: DATA RACE`)."""
+    found = _LOW_LEVEL.search(text)
+    if found is None:
+        return None
+    if found.group("logfmt"):
+        return found.group("logfmt").upper()
+    if match_start < found.end("prefix"):
+        return None
+    word = found.group("word").upper()
+    return "WARN" if word in ("W", "WARNING") else word
+
+
+def line_score(text: str) -> int:
+    """How much a line no signature matched looks like a failing step's error: 3 a
+    specific error, 2 an error word, 1 a closing or warning line, 0 not an error at all
+    (bookkeeping, a name holding "error", a zero count, boilerplate)."""
+    if not text.strip() or len(text) > 2000 or text.startswith(("travis_", "##[group]")):
+        return 0
+    if _BOILERPLATE.search(text):
+        return 0
+    counted = _ZERO_COUNT.sub(" ", text) if "0" in text else text
+    strong = _STRONG.search(counted) or _WEAK.search(counted)
+    if strong is None:
+        return 0
+    if _CLOSING.search(counted) or low_level(text, strong.start()):
+        return 1
+    return 3 if _SPECIFIC.search(counted) else 2
+
+
+def last_words_score(text: str) -> int:
+    """A failing step's last lines: at least 1 unless blank, bookkeeping or boilerplate."""
+    if not text.strip() or is_bookkeeping(text) or _BOILERPLATE.search(text):
+        return 0
+    if text.startswith("$ ") or step_end(text) is not None:
+        return 0  # the command that ran (Travis echoes it), or an end
+    return max(1, line_score(text))
+
+
+@dataclass
+class Candidates:
+    """The best-guess lines of one step, bounded: its first and its last scored lines."""
+
+    head: list[tuple[int, FallbackLine]] = field(default_factory=list)
+    tail: deque[tuple[int, FallbackLine]] = field(
+        default_factory=lambda: deque(maxlen=TAIL_CANDIDATES)
+    )
+
+    def add(self, score: int, line: FallbackLine) -> None:
+        if len(self.head) < HEAD_CANDIDATES:
+            self.head.append((score, line))
+        else:
+            self.tail.append((score, line))
+
+    def all(self) -> list[tuple[int, FallbackLine]]:
+        return [*self.head, *self.tail]
+
+
+def pick_fallback(
+    scored: Sequence[tuple[int, FallbackLine]], *, first: bool, below: int | None = None
+) -> list[FallbackLine]:
+    """At most FALLBACK_LINES of the best-scored lines, in log order: among equals the
+    first ones (`first`: the step is known to have failed, and its first error is the
+    likeliest cause) or the last ones (a log with no step marked: its tail). `below`: only
+    lines above this one (those a wrapper line stands for)."""
+    pool = [(s, f) for s, f in scored if s > 0 and (below is None or f.line < below)]
+    unique = {f.line: (s, f) for s, f in pool}.values()
+    ranked = sorted(unique, key=lambda item: (-item[0], item[1].line if first else -item[1].line))
+    return sorted((f for _s, f in ranked[:FALLBACK_LINES]), key=lambda f: f.line)
+
+
+def demoted(item: Weighed) -> bool:
+    """Whether a match ranked low for what it is: a wrapper that deferred, a step that passed,
+    a warning, a retry that recovered."""
+    return item.score[0] == 0 or item.score[1] == 0 or item.score[2] == 0 or item.score[3] == 0
+
+
+# The parts of a score, in the order they are compared.
+SCORE_PARTS = (
+    "not_deferred",
+    "step",
+    "not_low_level",
+    "not_recovered",
+    "priority",
+    "nearness",
+    "first",
+)
+
+
+def rank(matches: Sequence[Match], steps: Steps, last_line: int) -> list[Weighed]:
+    """The matches best first, each with its score and the reason for its place."""
+    failing_end = steps.failing_end
+    end_line = failing_end.line if failing_end is not None else last_line
+    deferred = {
+        id(w): _specific_above(w, matches) or _earlier_failure(w, matches, steps)
+        for w in matches
+        if w.signature.wraps
+    }
+    heads: list[tuple[Match, tuple[int, ...], str]] = []
+    for match in matches:
+        above = deferred.get(id(match)) or _child_of(match, matches)
+        step, step_reason = _step_rank(match, steps)
+        recovered = _recovered(match, steps)
+        head: tuple[int, ...] = (
+            0 if above is not None else 1,
+            step,
+            0 if match.level else 1,
+            0 if recovered else 1,
+            match.signature.priority,
+        )
+        reasons = []
+        if above is not None:
+            kind = "a wrapper line" if match.signature.wraps else "a parent"
+            reasons.append(
+                f"{kind}: defers to `{_short(above.text)}` below it"
+                if above.line > match.line
+                else f"{kind}: defers to `{_short(above.text)}` above it"
+            )
+        if match.level:
+            reasons.append(f"printed at {match.level} level")
+        if recovered:
+            reasons.append("seen again and again in a step that then passed: retried")
+        reasons.append(step_reason)
+        heads.append((match, head, "; ".join(reasons)))
+    # Among equals, the nearest to the failing step's end; but a signature's matches count
+    # from its first: of a run of compiler errors the first is the cause, the rest follow.
+    # A final report (`final_report: true`) counts from its last, which is the report.
+    first_of: dict[tuple[str, tuple[int, ...]], int] = {}
+    for match, head_of, _reason in heads:
+        key = (match.signature.id, head_of)
+        pick = max if match.signature.final_report else min
+        first_of[key] = pick(first_of.get(key, match.line), match.line)
+    weighed = [
+        Weighed(
+            match,
+            (
+                *head,
+                -abs(end_line - first_of[(match.signature.id, head)]),
+                match.line if match.signature.final_report else -match.line,
+            ),
+            reason,
+        )
+        for match, head, reason in heads
+    ]
+    weighed.sort(key=lambda w: w.score, reverse=True)
+    if weighed:
+        weighed[0] = _winner(weighed, deferred, matches, steps)
+    return weighed
+
+
+def _child_of(parent: Match, matches: Sequence[Match]) -> Match | None:
+    """A failure nested in this one, of the same signature and step: a captured name `A/B`
+    where this one has `A` (Go's subtests, `--- FAIL: TestAlpha/Meetups` in `TestAlpha`)."""
+    names = [value + "/" for value in parent.captures.values() if value]
+    if not names:
+        return None
+    for match in matches:
+        if match is parent or match.signature.id != parent.signature.id:
+            continue
+        if match.section != parent.section:
+            continue
+        if any(v.startswith(name) for v in match.captures.values() for name in names):
+            return match
+    return None
+
+
+def _specific_above(wrapper: Match, matches: Sequence[Match]) -> Match | None:
+    """The error a wrapper line stands for: the nearest match above it, in the same step and
+    within WRAP_WINDOW lines, that is no catch-all nor a warning; a specific error if there
+    is one, else an inner wrapper (`make[1]: *** [prove] Error 1` under `make: *** [test]`)."""
+    return _nearest_above(wrapper, matches, wrappers=False) or _nearest_above(
+        wrapper, matches, wrappers=True
+    )
+
+
+def _earlier_failure(wrapper: Match, matches: Sequence[Match], steps: Steps) -> Match | None:
+    """With nothing to stand for in its own step, a wrapper stands for the specific error of
+    the nearest earlier step that failed: CI went on past that step (Travis runs every
+    `script` command), and its error is the first cause."""
+    best: Match | None = None
+    for match in matches:
+        end = steps.ends.get(match.section)
+        if end is None or not end.failed or match.section >= wrapper.section:
+            continue
+        if match.signature.wraps or match.signature.generic or match.level:
+            continue
+        if best is None or (match.section, -match.line) > (best.section, -best.line):
+            best = match
+    return best
+
+
+def _nearest_above(wrapper: Match, matches: Sequence[Match], *, wrappers: bool) -> Match | None:
+    best: Match | None = None
+    best_line = 0
+    for match in matches:
+        if match.signature.wraps != wrappers or match.signature.generic or match.level:
+            continue
+        if match is wrapper or match.section != wrapper.section or match.line >= wrapper.line:
+            continue
+        nearest = max(n for n in (match.line, match.last_line) if n <= wrapper.line)
+        if wrapper.line - nearest <= WRAP_WINDOW and (best is None or nearest > best_line):
+            best, best_line = match, nearest
+    return best
+
+
+def _step_rank(match: Match, steps: Steps) -> tuple[int, str]:
+    end = steps.ends.get(match.section)
+    if end is not None and not end.failed and match.section != steps.failing:
+        # Also when no step is marked failing (a log cut short): this one said it passed.
+        return 0, f"in a step that passed (ended at line {end.line})"
+    if steps.failing is None:
+        return 2, "no failing step is marked in the log"
+    if match.section == steps.failing:
+        failing = steps.ends[steps.failing]
+        return 2, f"in the failing step (ended at line {failing.line}: `{_short(failing.text)}`)"
+    if match.section > steps.failing:
+        return 1, "after the failing step"
+    return 1, "in an earlier step that failed"
+
+
+def _recovered(match: Match, steps: Steps) -> bool:
+    end = steps.ends.get(match.section)
+    return match.count > 1 and end is not None and not end.failed
+
+
+def _winner(
+    weighed: list[Weighed],
+    deferred: dict[int, Match | None],
+    matches: Sequence[Match],
+    steps: Steps,
+) -> Weighed:
+    """The root cause's reason: why it beat the others."""
+    top = weighed[0]
+    parts = []
+    wrapper = next(
+        (w for w in matches if deferred.get(id(w)) is top.match),
+        None,
+    )
+    if wrapper is not None:
+        parts.append(f"specific error above the wrapper `{_short(wrapper.text)}`")
+    if top.match.signature.wraps and top.score[0] == 1:
+        parts.append("a wrapper line with no error matched above it (see the best-guess lines)")
+    elif demoted(top):
+        parts.append(f"first only for want of better: {top.reason}")
+    parts.append(top.reason.split("; ")[-1])
+    rivals = [w for w in weighed[1:] if w.score[:5] == top.score[:5]]
+    same = [w for w in rivals if w.score[5] == top.score[5]]
+    if same:
+        which = "last" if top.match.signature.final_report else "first"
+        parts.append(f"the {which} of {len(same) + 1} `{top.match.signature.id}` matches")
+    elif rivals:
+        end = "the failing step's end" if steps.failing is not None else "the end of the log"
+        parts.append(
+            f"nearest {end} of {len(rivals) + 1} of priority {top.match.signature.priority}"
+        )
+    else:
+        parts.append(f"priority {top.match.signature.priority}")
+    return Weighed(top.match, top.score, ", ".join(parts))
+
+
+def _short(text: str, limit: int = 80) -> str:
+    text = text.strip().replace("`", "'")
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,344 @@
+"""Report -> the pull request comment (markdown), the terminal view (text), within GitHub's cap.
+
+Templates live in templates/. Signature summaries and fixes are templates too, written by
+contributors: they run in a sandbox with a budget (template_budget.py) and StrictUndefined.
+Every value any markdown template prints (captures, log lines, job names) becomes a slot while
+it renders, and sanitize.fill_slots writes it in the form that is inert where it landed; only
+Safe markdown (a signature's rendered text, GitHub's URLs) is printed as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
+from functools import cache, lru_cache
+from typing import Any
+
+import jinja2
+
+from triage_bot.core import resources, sanitize
+from triage_bot.core.catalog import Signature
+from triage_bot.core.markdown_cut import cut_markdown
+from triage_bot.core.report import BaseRun, Group, Job, Report
+from triage_bot.core.template_budget import BudgetSandbox, compile_bounded, render_bounded
+
+COMMENT_MARKER = "<!-- triage-bot:sticky-comment -->"
+MAX_COMMENT_CHARS = 65_536
+MAX_JOB_NAMES = 12
+MAX_VARIANTS_SHOWN = 10
+CATALOG_URL = "https://github.com/triage-bot/triage-bot/blob/main/patterns/README.md"
+_CUT_NOTE = "_…cut here: the comment reached GitHub's 65,536-character limit._\n"
+
+
+class Safe(str):
+    """Markdown the program or a filter made: printed as it is, its slots filled in later."""
+
+
+# The values the template being rendered printed, in order (see sanitize.fill_slots).
+_printed: ContextVar[list[str]] = ContextVar("_printed")
+
+
+def _finalize(value: Any) -> Any:
+    """Every value a markdown template prints becomes a slot, filled once the template's
+    markdown is known; only Safe markdown and numbers are printed as they are."""
+    if isinstance(value, Safe) or (isinstance(value, int | float) and not isinstance(value, bool)):
+        return value
+    printed = _printed.get()
+    printed.append(sanitize.strip_slot_marks(str(value)))
+    return sanitize.slot(len(printed) - 1)
+
+
+def _code(value: Any) -> Safe:
+    """`value` as inline code; fill_slots makes the backticks outnumber any it holds."""
+    return Safe(f"`{_finalize(value)}`")
+
+
+def _block(value: Any) -> Safe:
+    """`value` as a fenced block; fill_slots makes the fence longer than any run it holds."""
+    return Safe(f"```text\n{_finalize(value)}\n```")
+
+
+def _as_printed(value: Any) -> Any:
+    """The old filters (`md`, `html`, `verbatim`): the value, placed by where it lands."""
+    return value
+
+
+def _render_markdown(render: Callable[[], str]) -> Safe:
+    token = _printed.set([])
+    try:
+        markdown = render()
+        return Safe(sanitize.fill_slots(markdown, _printed.get()))
+    finally:
+        _printed.reset(token)
+
+
+@cache
+def _signature_env() -> BudgetSandbox:
+    env = BudgetSandbox(undefined=jinja2.StrictUndefined, autoescape=False, finalize=_finalize)
+    env.filters["code"] = _code
+    env.filters["verbatim"] = _as_printed
+    return env
+
+
+@lru_cache(maxsize=1024)
+def _compiled_signature_text(template: str) -> jinja2.Template:
+    # One comment renders each signature's texts once per detail level tried: compile once.
+    return compile_bounded(_signature_env(), sanitize.strip_slot_marks(template))
+
+
+def render_signature_text(template: str, captures: dict[str, str]) -> str:
+    """A signature's summary or fix with its captures, each inert wherever it lands; raises
+    jinja2 errors on a bad template (TemplateBudgetError on one that runs away)."""
+    compiled = _compiled_signature_text(template)
+    return _render_markdown(lambda: render_bounded(compiled, captures))
+
+
+def _render_file(name: str, **context: Any) -> Safe:
+    template = _env().get_template(name)
+    return _render_markdown(lambda: template.render(**context))
+
+
+@cache
+def _env() -> jinja2.Environment:
+    """The comment's templates: every value they print goes through fill_slots."""
+    env = _file_env(finalize=_finalize)
+    env.filters.update(md=_as_printed, html=_as_printed, code=_code, block=_block)
+    return env
+
+
+@cache
+def _text_env() -> jinja2.Environment:
+    """The terminal view's template: plain text, nothing escaped."""
+    return _file_env()
+
+
+def _file_env(**options: Any) -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(resources.templates_dir())),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        **options,
+    )
+
+
+def _url(url: str | None) -> Safe | None:
+    """A link GitHub gave us (a run, a job, a log line): printed as it is."""
+    return None if url is None else Safe(url)
+
+
+@dataclass(frozen=True)
+class Detail:
+    """How much of each failure to show; the comment steps down until it fits the cap."""
+
+    before: int
+    after: int
+    job_names: int
+    fix: bool
+
+
+_DETAILS = (
+    Detail(before=40, after=40, job_names=MAX_JOB_NAMES, fix=True),
+    Detail(before=4, after=1, job_names=6, fix=True),
+    Detail(before=0, after=0, job_names=3, fix=False),
+)
+
+
+def _signature_texts(signature: Signature, captures: dict[str, str]) -> tuple[str, str]:
+    # A group that did not take part in the match is empty in templates, as lint renders it.
+    captures = {name: "" for name in signature.pattern.groupindex} | captures
+    try:
+        return (
+            Safe(render_signature_text(signature.summary, captures)),
+            Safe(render_signature_text(signature.fix, captures).strip()),
+        )
+    except jinja2.TemplateError as exc:
+        # A broken signature still shows its failure; the footer says what is wrong with it.
+        problem = f"{signature.path.name}: template error: {exc}"
+        return Safe(sanitize.escape_text(signature.title)), Safe(sanitize.escape_text(problem))
+
+
+def _evidence(
+    job: Job, detail: Detail, line: int, before: list[str], text: str, after: list[str]
+) -> dict[str, Any]:
+    shown_before = before[len(before) - detail.before :] if detail.before else []
+    return {
+        "text": "\n".join([*shown_before, text, *after[: detail.after]]),
+        "line": line,
+        "url": _url(job.line_urls.get(line) or job.url),
+    }
+
+
+def _group_view(group: Group, detail: Detail) -> dict[str, Any]:
+    match = group.example
+    summary, fix = _signature_texts(group.signature, match.captures)
+    first_job = group.jobs[0]
+    return {
+        "title": group.signature.title,
+        "id": group.signature.id,
+        "category": group.signature.category,
+        "summary": summary,
+        "fix": fix if detail.fix else "",
+        "retry": group.signature.retry,
+        "references": group.signature.references,
+        "job_count": len(group.jobs),
+        "jobs": [{"name": j.name, "url": _url(j.url)} for j in group.jobs[: detail.job_names]],
+        "more_jobs": max(0, len(group.jobs) - detail.job_names),
+        "first_job": first_job.name,
+        "occurrences": match.count,
+        "variants": [
+            {"name": name, "shown": values[:MAX_VARIANTS_SHOWN], "count": len(values)}
+            for name, values in match.variants.items()
+            if len(values) > 1
+        ],
+        "evidence": _evidence(first_job, detail, match.line, match.before, match.text, match.after),
+        "base": _base_view(group.base),
+    }
+
+
+def _base_view(base: BaseRun | None) -> dict[str, Any] | None:
+    return None if base is None else {"branch": base.branch, "url": _url(base.run_url)}
+
+
+def _comparison_view(report: Report) -> dict[str, Any] | None:
+    """How the failures compare with the base branch's run, when they were compared."""
+    if report.base is None:
+        return None
+    also = sum(1 for group in report.groups if group.base is not None)
+    return {
+        **(_base_view(report.base) or {}),
+        "new": len(report.groups) - also,
+        "also": also,
+    }
+
+
+def _job_view(job: Job) -> dict[str, Any]:
+    result = job.result
+    root = result.root_cause
+    return {
+        "name": job.name,
+        "url": _url(job.url),
+        "note": job.note,
+        "lines": result.lines,
+        "generic": root.signature.title if root is not None else None,
+        "fallback": [
+            {"line": f.line, "text": f.text, "url": _url(job.line_urls.get(f.line) or job.url)}
+            for f in result.fallback_lines
+        ],
+    }
+
+
+def _context(report: Report, detail: Detail, limit: int | None) -> dict[str, Any]:
+    groups = report.groups[:limit]
+    unmatched = report.unmatched
+    return {
+        "marker": Safe(COMMENT_MARKER),
+        "title": report.title,
+        "url": _url(report.url),
+        "head_sha": report.head_sha,
+        "failed_jobs": len(report.jobs),
+        "groups": [_group_view(g, detail) for g in groups],
+        "hidden_groups": len(report.groups) - len(groups),
+        "unmatched": [_job_view(j) for j in unmatched[:limit]],
+        "hidden_unmatched": len(unmatched) - len(unmatched[:limit]),
+        "notes": [*report.footer_notes, *_truncation_notes(report)],
+        "catalog_url": Safe(CATALOG_URL),
+        "base": _comparison_view(report),
+    }
+
+
+def _problem_view(problem: str) -> dict[str, str]:
+    """ "file:line: reason" -> its place (shown as code) and its reason."""
+    place, sep, reason = problem.partition(": ")
+    if not sep or not place or any(c.isspace() for c in place):
+        return {"place": "", "reason": problem}  # not about one file
+    return {"place": place, "reason": reason}
+
+
+def _truncation_notes(report: Report) -> list[str]:
+    return [f"{job.name}: {job.note}" for job in report.jobs if job.note]
+
+
+def render_comment(report: Report, limit: int = MAX_COMMENT_CHARS) -> str:
+    """The pull request comment of one run; always under `limit` characters."""
+    section = render_comment_section(report, limit)
+    return compose_comment([section], report.setup_problems, limit)
+
+
+def render_comment_section(report: Report, limit: int = MAX_COMMENT_CHARS) -> str:
+    """The run's section of a comment of at most `limit` characters (see compose_comment)."""
+    return render_section(report, limit - _frame_chars())
+
+
+def render_section(report: Report, limit: int = MAX_COMMENT_CHARS) -> str:
+    """One run's part of the comment, under `limit` characters: less detail first (shorter
+    evidence, no fixes), then fewer failures, saying what it left out."""
+    for detail in _DETAILS:
+        body = _render_file("section.md.j2", **_context(report, detail, None))
+        if len(body) <= limit:
+            return body
+    detail = _DETAILS[-1]
+    shown = max(len(report.groups), len(report.unmatched))
+    while shown > 0:
+        shown = shown // 2 if shown > 8 else shown - 1
+        body = _render_file("section.md.j2", **_context(report, detail, shown))
+        if len(body) <= limit:
+            return body
+    return cut_markdown(body, limit, _CUT_NOTE)
+
+
+def render_passed_section(title: str, attempt: int, url: str | None) -> str:
+    """The section of a workflow whose later run passed."""
+    return _render_file("passed.md.j2", title=title, attempt=attempt, url=_url(url))
+
+
+def compose_comment(
+    sections: Sequence[str], problems: Sequence[str] = (), limit: int = MAX_COMMENT_CHARS
+) -> str:
+    """The comment: the marker, each run's section, what is wrong with the repository's
+    triage-bot files ("file:line: reason" each), the commands; under `limit` characters.
+    Sections that together do not fit share the room: each short one whole, the long ones
+    cut at a block boundary to an equal share of what is left."""
+    room = limit - len(_frame([""] * len(sections), problems))
+    shares = _shares([len(section) for section in sections], room)
+    fitted = [
+        section if len(section) <= share else cut_markdown(section, share, _CUT_NOTE)
+        for section, share in zip(sections, shares, strict=True)
+    ]
+    return _frame(fitted, problems)
+
+
+def _shares(lengths: Sequence[int], room: int) -> list[int]:
+    """How many characters each section may have: all it needs when everything fits, else
+    the shortest ones whole and the rest an equal share each of what is left."""
+    if sum(lengths) <= room:
+        return list(lengths)
+    shares = [0] * len(lengths)
+    left = room
+    shortest_first = sorted(range(len(lengths)), key=lengths.__getitem__)
+    for position, index in enumerate(shortest_first):
+        shares[index] = min(lengths[index], left // (len(lengths) - position))
+        left -= shares[index]
+    return shares
+
+
+def _frame(sections: Sequence[str], problems: Sequence[str] = ()) -> str:
+    return _render_file(
+        "comment.md.j2",
+        marker=Safe(COMMENT_MARKER),
+        sections=[Safe(section) for section in sections],
+        setup_problems=[_problem_view(p) for p in problems],
+        catalog_url=Safe(CATALOG_URL),
+    )
+
+
+def _frame_chars() -> int:
+    """The comment's length without its section (the marker, the commands, the footer)."""
+    return len(_frame([""]))
+
+
+def render_text(report: Report) -> str:
+    return _text_env().get_template("terminal.txt.j2").render(**_context(report, _DETAILS[1], None))

@@ -1,0 +1,109 @@
+"""Triage one run: its failed jobs, each log streamed straight into a classifier (no log is
+ever held whole), the lines linked to GitHub's log viewer, the report and its comment. It posts
+nothing. `triage_run` is the one pipeline (DESIGN.md: webhook, CLI and `/triage` share it);
+pipeline.py, baseline.py, command_job.py and the CLI's rerun call it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from triage_bot.config import DEFAULT_MAX_LOG_BYTES
+from triage_bot.core import logs
+from triage_bot.core.classify import CompiledCatalog, JobClassifier
+from triage_bot.core.log_tail import tail_note
+from triage_bot.core.render import render_comment
+from triage_bot.core.report import Job, Report, build_report
+from triage_bot.github_api.github import GitHubClient, WorkflowRun
+from triage_bot.github_api.github import Job as GitHubJob
+from triage_bot.github_api.github_http import tls_context
+from triage_bot.github_api.outage import check_log
+from triage_bot.repo.repo_catalog import builtin_catalog
+from triage_bot.triage.run_notes import line_urls, log_note, run_notes
+
+# The conclusions of a workflow run that make it worth a triage (events.py, command_job.py).
+FAILING_RUN_CONCLUSIONS = frozenset({"failure", "timed_out", "startup_failure"})
+
+# Logs downloaded at once per triage: enough to overlap one log's download with another's
+# classification, few enough not to look like a burst to GitHub's secondary rate limits.
+LOG_CONCURRENCY = 4
+
+
+_pool_lock = threading.Lock()
+_pools: list[ThreadPoolExecutor] = []
+
+
+def _log_pool() -> ThreadPoolExecutor:
+    """The process's threads for downloading and classifying logs (shared by all triages)."""
+    with _pool_lock:
+        if not _pools:
+            _pools.append(ThreadPoolExecutor(LOG_CONCURRENCY, thread_name_prefix="triage-log"))
+        return _pools[0]
+
+
+def warm_up() -> None:
+    """Do at a worker's start what its first triage would otherwise wait for: compile the
+    built-in catalog, start the log threads, load the CA bundle."""
+    builtin_catalog()
+    _log_pool()
+    tls_context()
+
+
+# ---- the run -------------------------------------------------------------------------
+
+
+def triage_run(
+    client: GitHubClient,
+    repo: str,
+    run_id: int,
+    attempt: int | None,
+    catalog: CompiledCatalog,
+    *,
+    max_log_bytes: int = DEFAULT_MAX_LOG_BYTES,
+    run: WorkflowRun | None = None,
+    setup_problems: Sequence[str] = (),
+    retry_logs: bool = False,
+) -> tuple[Report, str]:
+    """Triage one attempt of a run (None: the latest); the report and the comment's body.
+    `setup_problems`: what is wrong with the repository's config, for the footer."""
+    run = run or client.get_run(repo, run_id)
+    listed = client.list_jobs(repo, run_id, attempt)
+    futures = [
+        _log_pool().submit(_triage_job, client, repo, job, catalog, max_log_bytes, retry_logs)
+        for job in listed.failed
+    ]
+    jobs = [future.result() for future in futures]
+    report = build_report(
+        jobs,
+        title=run.name,
+        url=run.html_url,
+        head_sha=run.head_sha,
+        footer_notes=run_notes(run, listed.cancelled),
+        setup_problems=list(setup_problems),
+    )
+    return report, render_comment(report)
+
+
+def _triage_job(
+    client: GitHubClient, repo: str, job: GitHubJob, catalog: CompiledCatalog, max_bytes: int,
+    retry_logs: bool,
+) -> Job:  # fmt: skip
+    # The byte cap keeps the log's tail: the whole log streams by, its head only counted.
+    # The step the API says failed, when the job's listing has its steps: ranking uses it.
+    failed = next((s for s in job.steps if s.conclusion == "failure"), None)
+    failing_step = (
+        None if failed is None else logs.Step(failed.number, failed.started_at, failed.completed_at)
+    )
+    classifier = JobClassifier(catalog, job.name, max_bytes=max_bytes, failing_step=failing_step)
+    outcome = client.stream_job_log(repo, job.id, classifier.feed, None, classifier.expect_size)
+    check_log(outcome, job.name, retry_logs)  # LogsUnavailable: the queue comes back later
+    result = classifier.finish()
+    steps = job.steps or client.get_job(repo, job.id).steps
+    return Job(
+        result,
+        url=job.html_url or None,
+        line_urls=line_urls(job.html_url, result, steps),
+        note=log_note(outcome) or tail_note(classifier.tail),
+    )
