@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from triage_bot.core.catalog import load_catalog  # noqa: E402
 from triage_bot.core.engine import engine_names  # noqa: E402
+from triage_bot.core.regex_shapes import class_end  # noqa: E402
 
 MIB = 1 << 20
 
@@ -114,19 +115,15 @@ def _drop_lookarounds(pattern: str) -> str:
 
 def _group_end(pattern: str, at: int) -> int:
     depth = 0
-    in_class = False
     while at < len(pattern):
         char = pattern[at]
         if char == "\\":
             at += 2
             continue
-        if in_class:
-            in_class = char != "]"
-        elif char == "[":
-            in_class = True
-            if pattern[at + 1 : at + 2] == "]":
-                at += 1
-        elif char == "(":
+        if char == "[":
+            at = class_end(pattern, at)
+            continue
+        if char == "(":
             depth += 1
         elif char == ")":
             depth -= 1
@@ -150,7 +147,7 @@ def _ascii_only(pattern: str) -> str:
             out.append(pattern[at : at + 2])
             at += 2
         elif pattern[at] == "[":
-            end = _class_end(pattern, at)
+            end = class_end(pattern, at)
             out.append(_ascii_class(pattern[at:end]))
             at = end
         else:
@@ -168,17 +165,6 @@ def _ascii_class(piece: str) -> str:
     if piece.startswith("[^"):
         return kept
     return "(?:" + "|".join([kept, *(_bytes_of(c) for c in others)]) + ")"
-
-
-def _class_end(pattern: str, at: int) -> int:
-    at += 1
-    if pattern[at : at + 1] == "^":
-        at += 1
-    if pattern[at : at + 1] == "]":
-        at += 1
-    while at < len(pattern) and pattern[at] != "]":
-        at += 2 if pattern[at] == "\\" else 1
-    return at + 1
 
 
 def for_ripgrep(pattern: str) -> str:

@@ -4,6 +4,7 @@ import pytest
 from helpers import run_log
 
 from triage_bot.core import classify as classify_module
+from triage_bot.core import regex_shapes
 from triage_bot.core.classify import MAX_LINE_BYTES
 
 MODULE = "ModuleNotFoundError: No module named 'aiter.ops.triton.attention.mla_decode'"
@@ -152,7 +153,7 @@ def test_one_compiled_catalog_serves_many_threads() -> None:
 
 
 def test_a_prefilter_is_split_into_its_top_level_branches() -> None:
-    branches = classify_module.top_level_branches
+    branches = regex_shapes.top_level_branches
     assert branches(r"Test\w*\.\w+:\d| » |\((?:\w+\.)+\w*(?:Test|IT)\)") == [
         r"Test\w*\.\w+:\d",
         " » ",

@@ -36,7 +36,7 @@ from triage_bot.core.engine import (
 )
 from triage_bot.core.log_tail import TailGate
 from triage_bot.core.log_windows import LineCounter, clip, lines_after, lines_ending_at
-from triage_bot.core.regex_shapes import cpu_search
+from triage_bot.core.regex_shapes import cpu_search, top_level_branches
 
 MAX_DISTINCT_MATCHES = 100
 MAX_VARIANTS = 50
@@ -127,36 +127,6 @@ def _triggers(signature: Signature) -> list[Trigger]:
         branches = top_level_branches(signature.prefilter)
         return [Trigger(branch.encode(), is_regex=True) for branch in branches]
     return [Trigger(t.encode()) for t in signature.triggers]
-
-
-def top_level_branches(pattern: str) -> list[str]:
-    """A regex's top-level alternatives (`a|b(c|d)` gives `a` and `b(c|d)`), each a trigger
-    of its own: Python's `re`, which runs the regex triggers where Hyperscan is missing,
-    searches a leading literal fast but tries an alternation at every byte."""
-    branches: list[str] = []
-    depth = start = position = 0
-    in_class = False
-    while position < len(pattern):
-        char = pattern[position]
-        if char == "\\":
-            position += 2
-            continue
-        if in_class:
-            in_class = char != "]"
-        elif char == "[":
-            in_class = True
-            # A `]` first in a class (`[]a]`, `[^]a]`) is one of its characters.
-            if pattern.startswith("^]", position + 1):
-                position += 2
-            elif pattern.startswith("]", position + 1):
-                position += 1
-        elif char in "()":
-            depth += 1 if char == "(" else -1
-        elif char == "|" and depth == 0:
-            branches.append(pattern[start:position])
-            start = position + 1
-        position += 1
-    return [*branches, pattern[start:]]
 
 
 def classify(
@@ -419,7 +389,7 @@ class JobClassifier:
         if catalog.group_marker in present and text.startswith("##[group]"):
             self._mark_group(number, timestamp, text)
             if text.startswith(ranking.GITHUB_STEP_START):
-                self._end_section(number - 1, ranking.SectionEnd(number - 1, False, ""))
+                self._start_section(number)
         if travis_start and self._section_start < number:
             self._start_section(number)
         candidates.sort(key=lambda s: catalog.rank[s.id])
@@ -465,7 +435,8 @@ class JobClassifier:
         self._log_candidates.add(score, line)
 
     def _start_section(self, number: int) -> None:
-        """A step starts at line `number` and the one before printed no end: it went on (Travis
+        """A step starts at line `number` (GitHub's `##[group]Run`, Travis' marker) and the one
+        before printed no end: it went on (a failed GitHub step ends with `##[error]`; Travis
         runs its set-up unmarked, and stops the job at a set-up command that fails), so it
         counts as passed."""
         self._end_section(number - 1, ranking.SectionEnd(number - 1, False, ""))

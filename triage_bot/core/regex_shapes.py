@@ -7,6 +7,9 @@ every class that is repeated, and one instance of every repeated group. Long run
 are what make a backtracking engine slow, so `catalog lint` pumps them (see
 catalog_check.linearity_problems).
 
+`top_level_branches` cuts a pattern's text at its top-level `|` (with `class_end`, which
+steps over a character class): each branch of a signature's prefilter becomes a trigger.
+
 `cpu_search` bounds one search in CPU time of the calling thread: `regex`'s own `timeout`
 counts `clock()`, the CPU time of the whole process, so in a worker whose other threads are
 busy (or, measured in wall time, on a loaded machine) a linear pattern would run out of time.
@@ -52,6 +55,42 @@ _CATEGORY: dict[Any, Callable[[str], bool]] = {
 }
 _REPEATS = (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT)
 _SINGLE = (sre.LITERAL, sre.NOT_LITERAL, sre.ANY, sre.IN)
+
+
+def class_end(pattern: str, at: int) -> int:
+    """The index just past the character class that opens at `pattern[at]` (a `[`); a `]`
+    first in the class (`[]a]`, `[^]a]`) is one of its characters."""
+    at += 1
+    if pattern[at : at + 1] == "^":
+        at += 1
+    if pattern[at : at + 1] == "]":
+        at += 1
+    while at < len(pattern) and pattern[at] != "]":
+        at += 2 if pattern[at] == "\\" else 1
+    return at + 1
+
+
+def top_level_branches(pattern: str) -> list[str]:
+    """A regex's top-level alternatives (`a|b(c|d)` gives `a` and `b(c|d)`), each a trigger
+    of its own: Python's `re`, which runs the regex triggers where Hyperscan is missing,
+    searches a leading literal fast but tries an alternation at every byte."""
+    branches: list[str] = []
+    depth = start = at = 0
+    while at < len(pattern):
+        char = pattern[at]
+        if char == "\\":
+            at += 2
+            continue
+        if char == "[":
+            at = class_end(pattern, at)
+            continue
+        if char in "()":
+            depth += 1 if char == "(" else -1
+        elif char == "|" and depth == 0:
+            branches.append(pattern[start:at])
+            start = at + 1
+        at += 1
+    return [*branches, pattern[start:]]
 
 
 def parse(pattern: str) -> Any | None:
