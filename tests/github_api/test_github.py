@@ -29,8 +29,9 @@ from triage_bot.github_api.github import (
     TokenAuth,
     client_for_installation,
     client_for_repo,
+    job_failed,
+    run_from_fork,
 )
-from triage_bot.github_api.github_retry import Retry
 
 REPO = "octo-org/widgets"
 LOG = b"".join(
@@ -38,7 +39,7 @@ LOG = b"".join(
     for n in range(4000)
 )  # ~200 KB
 FAST = ClientOptions(
-    retry=RetryPolicy(attempts=4, backoff=0.01, max_backoff=0.05, max_wait=5.0, reset_margin=0.05),
+    retry=RetryPolicy(attempts=4, backoff=0.01, max_backoff=0.05, max_wait=5.0),
     timeout=2.0,
     per_page=100,
     seconds_between_requests=0.0,
@@ -182,23 +183,23 @@ def test_run_and_job_details(world: World) -> None:
     with client(world) as gh:
         run = gh.get_run(REPO, world.run.id)
         job = gh.get_job(REPO, job_id(world, "test (1)"))
-    assert (run.attempt, run.name, run.event, run.conclusion) == (
+    assert (run.run_attempt, run.name, run.event, run.conclusion) == (
         1,
         "CI",
         "pull_request",
         "failure",
     )
-    assert (run.head_sha, run.head_branch, run.repository) == (
+    assert (run.head_sha, run.head_branch, run.repository.full_name) == (
         world.pull.head_sha,
         "fix-imports",
         REPO,
     )
-    assert run.workflow_id == world.run.workflow_id and not run.from_fork
+    assert run.workflow_id == world.run.workflow_id and not run_from_fork(run)
     assert [p.number for p in run.pull_requests] == [world.pull.number]
     assert run.html_url.endswith(f"/actions/runs/{world.run.id}")
     assert [(s.number, s.name) for s in job.steps][2] == (3, "Run tests")
     assert job.steps[2].conclusion == "failure" and job.steps[2].started_at is not None
-    assert job.html_url.endswith(f"/job/{job.id}") and job.failed
+    assert job.html_url.endswith(f"/job/{job.id}") and job_failed(job)
 
 
 def test_failed_jobs_are_read_across_pages_and_cancelled_ones_kept_apart(world: World) -> None:
@@ -354,7 +355,7 @@ def test_secondary_rate_limit_waits_for_retry_after(world: World) -> None:
         started = time.monotonic()
         pull = gh.get_pull(REPO, world.pull.number)
     assert time.monotonic() - started >= 1.0
-    assert (pull.author, pull.head_ref, pull.base_ref) == ("alice", "fix-imports", "main")
+    assert (pull.user.login, pull.head.ref, pull.base.ref) == ("alice", "fix-imports", "main")
     assert [r.status for r in world.fake.requests(r"/pulls/\d+$")] == [403, 200]
 
 
@@ -396,21 +397,17 @@ def test_a_timeout_is_retried(world: World) -> None:
     assert len(world.fake.requests(r"/pulls/\d+$")) == 2
 
 
-def test_backoff_grows_is_jittered_and_bounded() -> None:
+def test_backoff_grows_is_jittered_and_bounded_and_a_5xx_resends_only_safe_methods() -> None:
     policy = RetryPolicy(backoff=1.0, max_backoff=8.0)
     for attempt, step in [(1, 1.0), (2, 2.0), (3, 4.0), (4, 8.0), (9, 8.0)]:
         delays = {policy.backoff_for(attempt) for _ in range(20)}
         assert all(step / 2 <= d <= step for d in delays) and len(delays) > 1
-    headers = {"retry-after": "3"}
-    retry = policy.after_response(403, headers, "", 1, idempotent=True, now=0, endpoint="x")
-    assert retry == Retry(3.0, "retry_after")
-    assert (
-        policy.after_response(
-            403, {}, "Resource not accessible", 1, idempotent=True, now=0, endpoint="x"
-        )
-        is None
-    )
-    assert policy.after_response(502, {}, "", 1, idempotent=False, now=0, endpoint="x") is None
+    retry = policy.urllib3_retry()
+    assert retry.is_retry("GET", 502) and retry.is_retry("PUT", 503)
+    assert not retry.is_retry("POST", 502) and not retry.is_retry("PATCH", 500)
+    assert retry.is_retry("POST", 429) and retry.is_retry("PATCH", 403)  # refused before acting
+    assert policy.urllib3_retry(post_is_safe=True).is_retry("POST", 502)
+    assert not retry.is_retry("GET", 404)
 
 
 # ---- pull requests and the sticky comment ---------------------------------------------------
@@ -430,7 +427,7 @@ def test_a_fork_pull_request_is_found_by_head_branch_and_sha(world: World) -> No
         found = gh.pulls_for_run(REPO, gh.get_run(REPO, run.id))
         none = gh.pulls_for_run(REPO, gh.get_run(REPO, stale.id))
         own = gh.pulls_for_run(REPO, gh.get_run(REPO, world.run.id))
-    assert [(p.number, p.head_sha) for p in found] == [(theirs.number, theirs.head_sha)]
+    assert [(p.number, p.head.sha) for p in found] == [(theirs.number, theirs.head_sha)]
     assert none == [] and [p.number for p in own] == [world.pull.number]
     searches = [parse_qs(r.query) for r in world.fake.requests(r"/pulls$")]
     assert [(q["head"], q["state"]) for q in searches] == [(["alice:patch-1"], ["open"])] * 2
@@ -511,4 +508,4 @@ def test_steps_of_a_job_still_running(world: World) -> None:
     )
     with client(world) as gh:
         job = gh.get_job(REPO, running.id)
-    assert job.completed_at is None and job.steps[1].completed_at is None and not job.failed
+    assert job.completed_at is None and job.steps[1].completed_at is None and not job_failed(job)

@@ -20,7 +20,7 @@ from triage_bot.triage.pipeline import triage_job
 
 REPO = "octo-org/widgets"
 FAST = ClientOptions(
-    retry=RetryPolicy(attempts=3, backoff=0.01, max_backoff=0.05, max_wait=5.0, reset_margin=0.05),
+    retry=RetryPolicy(attempts=3, backoff=0.01, max_backoff=0.05, max_wait=5.0),
     timeout=5.0,
     seconds_between_writes=0.0,
 )

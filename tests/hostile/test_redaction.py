@@ -31,7 +31,7 @@ from triage.test_pipeline import FAST, REPO, World, new_world
 from triage_bot.cli import cli
 from triage_bot.core.redact import REDACTED, redact, redact_lines, redact_window
 from triage_bot.core.secret_rules import GITLEAKS_TOML, SKIPPED_RULES, go_regex, load_gitleaks
-from triage_bot.github_api.github_http import without_query
+from triage_bot.github_api.logs import without_query
 from triage_bot.service.handler import handle_job
 from triage_bot.service.queue import JobQueue, QueueOptions
 from triage_bot.service.queue_transport import sqlite_huey

@@ -38,7 +38,7 @@ THREE = (
     "kimi-k3-mxfp4-1p1d-tp8-dcp8-agentic-lmcache-1m-c48-mesh-build",
 )
 FAST = ClientOptions(
-    retry=RetryPolicy(attempts=5, backoff=0.01, max_backoff=0.05, max_wait=5.0, reset_margin=0.05),
+    retry=RetryPolicy(attempts=5, backoff=0.01, max_backoff=0.05, max_wait=5.0),
     timeout=5.0,
     seconds_between_writes=0.0,
 )

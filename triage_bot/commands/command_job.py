@@ -80,7 +80,7 @@ def command_job(
         call = _Call(command, payload, pull, client, settings, store, dry_run, options)
         if not _allowed(call, author):
             log.info("%s#%d: %r by %s refused", repo, number, command.line, author)
-            is_author = _same_login(author, pull.author)
+            is_author = _same_login(author, pull.user.login)
             return {**summary, **_answer(call, replies.refused(command, is_author=is_author))}
         return {**summary, **_carry_out(call)}
 
@@ -110,7 +110,7 @@ def _allowed(call: _Call, author: str) -> bool:
     name = call.command.name
     if name in ("help", "unknown"):
         return True
-    if name != "retry" and _same_login(author, call.pull.author):
+    if name != "retry" and _same_login(author, call.pull.user.login):
         return True
     permission = call.client.permission(call.repo, author)
     return permission is not None and permission.can_write  # admin, maintain or write
@@ -128,7 +128,7 @@ def _retriage(call: _Call) -> dict[str, Any]:
         return _answer(call, replies.closed())
     runs = [r for r in latest_runs(call) if r.conclusion in FAILING_RUN_CONCLUSIONS]
     if not runs:
-        return _answer(call, replies.no_failed_runs(call.pull.head_sha))
+        return _answer(call, replies.no_failed_runs(call.pull.head.sha))
     results = [
         pipeline.triage_job(
             _triage_payload(call, run),
@@ -149,7 +149,7 @@ def _retriage(call: _Call) -> dict[str, Any]:
 def latest_runs(call: _Call) -> list[WorkflowRun]:
     """The latest run of each workflow on the pull request's head commit, oldest first."""
     latest: dict[int, WorkflowRun] = {}
-    for run in call.client.runs_for_commit(call.repo, call.pull.head_sha):
+    for run in call.client.runs_for_commit(call.repo, call.pull.head.sha):
         known = latest.get(run.workflow_id)
         if known is None or run.id > known.id:
             latest[run.workflow_id] = run
@@ -164,10 +164,10 @@ def _triage_payload(call: _Call, run: WorkflowRun) -> dict[str, Any]:
         "repo": call.repo,
         "installation_id": call.payload.get("installation_id"),
         "run_id": run.id,
-        "run_attempt": run.attempt,
+        "run_attempt": run.run_attempt,
         "head_sha": run.head_sha,
         "head_branch": run.head_branch,
-        "head_repo": run.head_repository,
+        "head_repo": run.head_repository.full_name if run.head_repository else None,
         "pull_requests": [call.pull.number],
         "find_pr": False,
         "workflow": run.name,
@@ -186,7 +186,7 @@ def _retry(call: _Call) -> dict[str, Any]:
     catalog = repo_setup(call.client, call.repo).catalog
     planned = [found for run in latest_runs(call) if (found := _plan_run(call, run, catalog))]
     if not planned:
-        return _answer(call, replies.no_failed_jobs(call.pull.head_sha))
+        return _answer(call, replies.no_failed_jobs(call.pull.head.sha))
     if call.dry_run:
         results = [(run, verdicts) for run, verdicts, _ in planned]
         return _dry_reply(call, replies.retry_summary(results))
@@ -216,12 +216,12 @@ def _plan_run(
         client,
         repo,
         run.id,
-        run.attempt,
+        run.run_attempt,
         catalog,
         max_log_bytes=call.settings.max_log_bytes,
         run=run,
     )
-    jobs = client.list_jobs(repo, run.id, run.attempt)
+    jobs = client.list_jobs(repo, run.id, run.run_attempt)
     return (run, plan(report, jobs), jobs) if jobs.failed else None
 
 

@@ -1,13 +1,11 @@
 """The GitHub side of triage-bot: import from here.
 
 - `client_for_repo(settings, repo)` / `client_for_installation(app, id)`: a `GitHubClient`
-  (github_client.py) for the App's installation, or for GITHUB_TOKEN.
-- `AppAuth` / `TokenAuth` (github_auth.py): the App's JWT and cached installation tokens.
-- `GitHubClient.stream_job_log` (github_logs.py): a log streamed into a consumer.
-- `RetryPolicy`, `RateLimited`, ... (github_retry.py): one retry policy for every request.
-- `GitHubClient.upsert_comment`, `is_sticky` (github_pulls.py): our one comment on a pull
-  request.
-- The records returned (github_models.py).
+  (client.py) for the App's installation, or for GITHUB_TOKEN; its methods return PyGithub's
+  objects (re-exported here: WorkflowRun, WorkflowJob, PullRequest, IssueComment, ...).
+- `AppAuth` / `TokenAuth` (auth.py): the App's JWT and shared installation tokens.
+- `GitHubClient.stream_job_log` (logs.py): a log streamed into a consumer.
+- `RetryPolicy`, `RateLimited`, ... (retry.py): our limits on PyGithub's retry, our errors.
 """
 
 from __future__ import annotations
@@ -16,25 +14,29 @@ import threading
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from github.CheckRun import CheckRun
+from github.ContentFile import ContentFile
+from github.IssueComment import IssueComment
+from github.PullRequest import PullRequest
+from github.WorkflowJob import WorkflowJob
+from github.WorkflowRun import WorkflowRun
+from github.WorkflowStep import WorkflowStep
+
 from triage_bot.config import DEFAULT_MAX_LOG_BYTES
-from triage_bot.github_api.github_auth import AppAuth, InstallationToken, TokenAuth
-from triage_bot.github_api.github_client import GitHubClient
-from triage_bot.github_api.github_http import ClientOptions
-from triage_bot.github_api.github_logs import Consumer, LogOutcome
-from triage_bot.github_api.github_models import (
+from triage_bot.github_api.auth import AppAuth, InstallationAuth, TokenAuth
+from triage_bot.github_api.client import (
     TRIAGED_CONCLUSIONS,
     CommentResult,
-    IssueComment,
-    Job,
+    GitHubClient,
     Permission,
-    PullRef,
-    PullRequest,
     RunJobs,
-    Step,
-    WorkflowRun,
+    is_sticky,
+    job_failed,
+    run_from_fork,
 )
-from triage_bot.github_api.github_pulls import is_sticky
-from triage_bot.github_api.github_retry import (
+from triage_bot.github_api.logs import Consumer, LogOutcome, tls_context
+from triage_bot.github_api.retry import (
+    ClientOptions,
     GitHubError,
     GitHubStatusError,
     GitHubUnavailable,
@@ -46,32 +48,36 @@ __all__ = [
     "DEFAULT_MAX_LOG_BYTES",
     "TRIAGED_CONCLUSIONS",
     "AppAuth",
+    "CheckRun",
     "ClientOptions",
     "CommentResult",
     "Consumer",
+    "ContentFile",
     "GitHubClient",
     "GitHubError",
     "GitHubSettings",
     "GitHubStatusError",
     "GitHubUnavailable",
-    "InstallationToken",
+    "InstallationAuth",
     "IssueComment",
-    "Job",
     "LogOutcome",
     "Permission",
-    "PullRef",
     "PullRequest",
     "RateLimited",
     "RetryPolicy",
     "RunJobs",
-    "Step",
     "TokenAuth",
+    "WorkflowJob",
     "WorkflowRun",
+    "WorkflowStep",
     "client_for_installation",
     "client_for_job",
     "client_for_repo",
     "is_sticky",
+    "job_failed",
+    "run_from_fork",
     "shared_app_auth",
+    "tls_context",
 ]
 
 

@@ -1,7 +1,7 @@
 """Outages: which job errors mean "GitHub or its log host is down for now", and how long the
 queue (triage_bot.service.queue) keeps trying such a job.
 
-Inside one attempt every request is already retried a few times (github_retry.RetryPolicy,
+Inside one attempt every request is already retried a few times (retry.py,
 seconds). An outage lasts longer than that: the attempt then fails with GitHubUnavailable (5xx,
 timeouts, refused connections) or LogsUnavailable (a log the log host would not serve), and
 the queue runs the job again later, instead of a worker thread sleeping through it. The waits
@@ -26,8 +26,8 @@ from triage_bot.config import (
     DEFAULT_OUTAGE_RETRY_HOURS,
     Settings,
 )
-from triage_bot.github_api.github_logs import LogOutcome
-from triage_bot.github_api.github_retry import GitHubUnavailable
+from triage_bot.github_api.logs import LogOutcome
+from triage_bot.github_api.retry import GitHubUnavailable
 
 OutageReason = Literal["github_5xx", "github_unreachable", "log_host"]
 OUTAGE_REASONS: tuple[OutageReason, ...] = ("github_5xx", "github_unreachable", "log_host")

@@ -28,7 +28,7 @@ from triage_bot.core.catalog import line_in_text
 from triage_bot.core.classify import CompiledCatalog
 from triage_bot.core.limits import MAX_SCHEMA_ERRORS
 from triage_bot.core.lru import Lru
-from triage_bot.github_api.github_client import GitHubClient
+from triage_bot.github_api.github import GitHubClient
 from triage_bot.repo import repo_files
 from triage_bot.repo.repo_catalog import builtin_catalog, compile_catalog, load_repo_signatures
 from triage_bot.repo.repo_files import (

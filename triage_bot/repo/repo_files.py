@@ -18,9 +18,8 @@ from dataclasses import dataclass
 
 from triage_bot.core.limits import MAX_FILE_BYTES, MAX_FOLDERS, MAX_SIGNATURE_FILES
 from triage_bot.core.lru import Lru
-from triage_bot.github_api.github_client import GitHubClient
-from triage_bot.github_api.github_contents import ContentEntry
-from triage_bot.github_api.github_retry import GitHubStatusError
+from triage_bot.github_api.github import ContentFile as ContentEntry
+from triage_bot.github_api.github import GitHubClient, GitHubStatusError
 
 SIGNATURE_SUFFIXES = (".yml", ".yaml")
 
@@ -86,10 +85,11 @@ def read_file(client: GitHubClient, repo: str, entry: ContentEntry) -> RepoFile:
         blob = client.get_file_blob(repo, entry.path)
     if blob is None:  # deleted between the listing and now
         return RepoFile(entry.path, entry.sha, None, "vanished while being read")
-    if len(blob.content) > MAX_FILE_BYTES:  # grown between the listing and now
+    content = blob.decoded_content
+    if len(content) > MAX_FILE_BYTES:  # grown between the listing and now
         return RepoFile(entry.path, blob.sha, None, f"larger than {MAX_FILE_BYTES:,} bytes")
     try:
-        text = blob.content.decode("utf-8")
+        text = content.decode("utf-8")
     except UnicodeDecodeError:
         return RepoFile(entry.path, blob.sha, None, "not UTF-8 text")
     _texts.put(blob.sha, text)

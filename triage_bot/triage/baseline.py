@@ -23,7 +23,7 @@ from triage_bot.config import Settings
 from triage_bot.core.classify import CompiledCatalog
 from triage_bot.core.render import render_comment_section
 from triage_bot.core.report import BaseRun, Group, Report
-from triage_bot.github_api.github import GitHubClient, WorkflowRun
+from triage_bot.github_api.github import GitHubClient, WorkflowRun, run_from_fork
 from triage_bot.store.failure_records import JobFailure, TriagedRun
 from triage_bot.store.store import Store
 from triage_bot.triage.run import triage_run
@@ -66,7 +66,7 @@ def record_triage(store: Store, repo: str, run: WorkflowRun, attempt: int, repor
         run.workflow_id,
         run.head_sha,
         # An earlier attempt than the run's latest has finished, whatever the run is doing.
-        complete=run.status == "completed" or attempt < run.attempt,
+        complete=run.status == "completed" or attempt < run.run_attempt,
         partial_logs=sum(1 for job in report.jobs if job.note),
     )
     store.failures.record(triaged, failures)
@@ -152,17 +152,22 @@ def compare_with_base(
         return marked
     except Exception as error:  # the comparison is extra: the triage stands without it
         log.warning(
-            "%s run %d: no comparison with %s", run.repository, run.id, base_ref, exc_info=True
+            "%s run %d: no comparison with %s",
+            run.repository.full_name,
+            run.id,
+            base_ref,
+            exc_info=True,
         )
         return _noted(report, f"the comparison with {base_ref} could not be made: {error}")
 
 
 def latest_base_run(client: GitHubClient, run: WorkflowRun, base_ref: str) -> WorkflowRun | None:
     """The base branch's latest finished run of the run's workflow that passed or failed."""
-    runs = client.list_workflow_runs(run.repository, run.workflow_id, base_ref, status="completed")
+    repo = run.repository.full_name
+    runs = client.list_workflow_runs(repo, run.workflow_id, base_ref, status="completed")
     for candidate in runs:
         # A pull request whose head branch has the base's name (a fork's `main`) is not the base.
-        if candidate.from_fork or candidate.event.startswith("pull_request"):
+        if run_from_fork(candidate) or candidate.event.startswith("pull_request"):
             continue
         if candidate.id != run.id and candidate.conclusion in _DECIDING:
             return candidate
@@ -177,7 +182,7 @@ def base_failures(
     max_log_bytes: int,
 ) -> tuple[TriagedRun, list[JobFailure]]:
     """The base run's recorded failures; a run not yet triaged in full is triaged now, once."""
-    repo = base.repository
+    repo = base.repository.full_name
     triaged = _triaged(store, base)
     if triaged is None:
         with store.lock(f"base:{repo}:{base.id}", wait=BASE_LOCK_WAIT, ttl=BASE_LOCK_TTL):
@@ -188,8 +193,8 @@ def base_failures(
 
 
 def _triaged(store: Store, base: WorkflowRun) -> TriagedRun | None:
-    found = store.failures.run(base.repository, base.id)
-    if found is None or not found.complete or found.run_attempt < base.attempt:
+    found = store.failures.run(base.repository.full_name, base.id)
+    if found is None or not found.complete or found.run_attempt < base.run_attempt:
         return None
     return found
 
@@ -202,18 +207,21 @@ def _triage_base(
     max_log_bytes: int,
 ) -> TriagedRun:
     log.info(
-        "%s: triaging run %d of %s for the comparison", base.repository, base.id, base.head_branch
+        "%s: triaging run %d of %s for the comparison",
+        base.repository.full_name,
+        base.id,
+        base.head_branch,
     )
     report, _ = triage_run(
         client,
-        base.repository,
+        base.repository.full_name,
         base.id,
-        base.attempt,
+        base.run_attempt,
         catalog,
         max_log_bytes=max_log_bytes,
         run=base,
     )
-    record_triage(store, base.repository, base, base.attempt, report)
+    record_triage(store, base.repository.full_name, base, base.run_attempt, report)
     triaged = _triaged(store, base)
     if triaged is None:
         raise RuntimeError(f"run {base.id} was triaged but its record is not there")

@@ -22,9 +22,7 @@ from triage_bot.core.lru import Lru
 from triage_bot.core.render import COMMENT_MARKER, render_comment
 from triage_bot.core.report import Job, Report
 from triage_bot.core.source_refs import candidates, source_refs
-from triage_bot.github_api.github_checks import CheckRun
-from triage_bot.github_api.github_client import GitHubClient
-from triage_bot.github_api.github_models import WorkflowRun
+from triage_bot.github_api.github import CheckRun, GitHubClient, WorkflowRun
 from triage_bot.store.store import Store
 
 log = logging.getLogger(__name__)
@@ -87,7 +85,7 @@ def publish(
 
 
 def _already_sent(client: GitHubClient, repo: str, check: CheckRun | None) -> set[tuple[Any, ...]]:
-    if check is None or check.annotations_count == 0:
+    if check is None or check.output.annotations_count == 0:
         return set()
     return {_key(a) for a in client.check_run_annotations(repo, check.id)}
 

@@ -62,7 +62,7 @@ def triage_job(
     repo, run_id, attempt = str(payload["repo"]), int(payload["run_id"]), payload["run_attempt"]
     with client_for_job(settings, payload, options) as client:
         run = client.get_run(repo, run_id)
-        attempt = run.attempt if attempt is None else attempt  # None: the latest (command line)
+        attempt = run.run_attempt if attempt is None else attempt  # None: the latest (command line)
         targets = _targets(client, repo, run, payload)
         summary: dict[str, Any] = {"run": _run_json(run, attempt), "dry_run": dry_run}
         if targets and all(t.skip for t in targets):

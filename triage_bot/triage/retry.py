@@ -27,7 +27,7 @@ from triage_bot.github_api.github import (
     RunJobs,
     WorkflowRun,
 )
-from triage_bot.github_api.github import Job as GitHubJob
+from triage_bot.github_api.github import WorkflowJob as GitHubJob
 from triage_bot.repo.repo_config import RepoConfig
 from triage_bot.store.store import Store
 
@@ -145,7 +145,7 @@ def auto_retry(
         return None
     if run.status != "completed":
         return _nothing(STILL_RUNNING)  # the run's completion triggers a triage of its own
-    if run.attempt != attempt:
+    if run.run_attempt != attempt:
         return _nothing("a newer attempt of the run exists")
     if not any(retryable(job) for job in report.jobs):
         return _nothing("no failure here is one a re-run cures")

@@ -16,9 +16,8 @@ from triage_bot.core.classify import CompiledCatalog, JobClassifier
 from triage_bot.core.log_tail import tail_note
 from triage_bot.core.render import render_comment
 from triage_bot.core.report import Job, Report, build_report
-from triage_bot.github_api.github import GitHubClient, WorkflowRun
-from triage_bot.github_api.github import Job as GitHubJob
-from triage_bot.github_api.github_http import tls_context
+from triage_bot.github_api.github import GitHubClient, WorkflowRun, tls_context
+from triage_bot.github_api.github import WorkflowJob as GitHubJob
 from triage_bot.github_api.outage import check_log
 from triage_bot.repo.repo_catalog import builtin_catalog
 from triage_bot.triage.run_notes import line_urls, log_note, run_notes

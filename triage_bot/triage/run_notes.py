@@ -8,8 +8,8 @@ from typing import Any
 
 from triage_bot.core import logs
 from triage_bot.core.classify_results import JobResult
-from triage_bot.github_api.github import Job as GitHubJob
 from triage_bot.github_api.github import LogOutcome, WorkflowRun
+from triage_bot.github_api.github import WorkflowJob as GitHubJob
 
 
 def line_urls(job_url: str, result: JobResult, steps: Iterable[Any]) -> dict[int, str]:

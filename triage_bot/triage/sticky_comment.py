@@ -38,12 +38,12 @@ class Target:
 def target_for(client: GitHubClient, repo: str, head_sha: str, number: int) -> Target:
     pull = client.get_pull(repo, number)
     if pull.state != "open":
-        return Target(number, pull.head_sha, "closed")
-    if pull.head_sha != head_sha:
+        return Target(number, pull.head.sha, "closed")
+    if pull.head.sha != head_sha:
         # The pull request has moved on: this run's comment would describe old code, and the
         # run of the new head will (or did) write the comment.
-        return Target(number, pull.head_sha, "stale")
-    return Target(number, pull.head_sha, base_ref=pull.base_ref)
+        return Target(number, pull.head.sha, "stale")
+    return Target(number, pull.head.sha, base_ref=pull.base.ref)
 
 
 def put_section(client: GitHubClient, store: Store, section: Section) -> dict[str, Any]:

@@ -1,17 +1,18 @@
 """A job's log, streamed to a consumer while it downloads, never raising for a lost log.
 
 GitHub answers the logs endpoint with a 302 to a pre-signed blob URL (valid about a minute) on
-another host. We ask the API for that redirect with our token and without following it, then
-fetch the blob with a separate HTTP client that has no credentials at all: the token never
-leaves the API host. The body is handed over chunk by chunk as it arrives, so the classifier
-works while the rest downloads, and reading stops (the connection is closed) as soon as the
-byte cap (if any) is reached or the consumer declines more. The App gives no cap here: its
-classifier keeps the log's tail (log_tail.py), and is told the log's size (Content-Length)
-before the first byte so that it can count the head as it passes instead of holding the tail.
+another host. We ask the API for that redirect with our token and without following it
+(PyGithub, client.py), then fetch the blob here with httpx, to stream it, from a client that
+has no credentials at all: the token never leaves the API host. The body is handed over chunk
+by chunk as it arrives, so the classifier works while the rest downloads, and reading stops
+(the connection is closed) as soon as the byte cap (if any) is reached or the consumer declines
+more. The App gives no cap here: its classifier keeps the log's tail (log_tail.py), and is told
+the log's size (Content-Length) before the first byte so that it can count the head as it
+passes instead of holding the tail.
 
 A connection that drops mid-body is resumed, not restarted: the consumer has already seen N
-bytes and cannot un-see them, so we fetch a fresh signed URL and ask for `Range: bytes=N-`;
-a host that ignores Range answers 200 with the whole log, and we skip the first N bytes
+bytes and cannot un-see them, so we fetch a fresh signed URL and ask for `Range: bytes=N-`; a
+host that ignores Range answers 200 with the whole log, and we skip the first N bytes
 ourselves. A finished job's log does not change, so the consumer sees one seamless stream
 either way. If the attempts run out, the outcome is "unavailable" with `bytes_read` > 0
 (`partial`): what was fed is valid, just incomplete, and the caller may say so.
@@ -24,20 +25,23 @@ log is missing. "expired" (410) and "missing" (404) are final, and so is any oth
 
 from __future__ import annotations
 
+import logging
 import re
-import time
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from typing import Literal
 
 import httpx
 
 from triage_bot import metrics
-from triage_bot.github_api.github_http import Transport, error_message
-from triage_bot.github_api.github_retry import (
+from triage_bot.github_api.retry import (
+    ClientOptions,
     GitHubStatusError,
     GitHubUnavailable,
-    Retry,
+    RetryPolicy,
+    RetryReason,
     count_call,
     describe,
     pause,
@@ -46,10 +50,51 @@ from triage_bot.github_api.github_retry import (
 LogStatus = Literal["ok", "expired", "missing", "unavailable"]
 Consumer = Callable[[bytes], bool]  # True: send more; False: enough
 SizeHint = Callable[[int], None]  # told the log's size in bytes, before its first byte
+SignedUrl = Callable[[], str]  # asks the API for the log's blob URL; raises GitHubError
 
-LOG_ENDPOINT = "/repos/{owner}/{repo}/actions/jobs/{job_id}/logs"
 BLOB_ENDPOINT = "GET log-blob"  # the metrics label of downloads from the blob host
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-")
+_QUERY_IN_TEXT = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s?#\"'<>]+)[?#][^\s\"'<>]*")
+
+
+class _UrlsWithoutQuery(logging.Filter):
+    """httpx logs every request's URL at INFO. A log download's URL is signed in its query
+    string (whoever holds it can read the log for a minute), so URLs are logged as scheme,
+    host and path only."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(without_query(arg) for arg in record.args)
+        return True
+
+
+def without_query(value: object) -> object:
+    """A URL (httpx.URL or text holding URLs) without query strings and fragments."""
+    if isinstance(value, httpx.URL):
+        return value.copy_with(query=None, fragment=None) if value.query else value
+    if isinstance(value, str) and "://" in value:
+        return _QUERY_IN_TEXT.sub(r"\1", value)
+    return value
+
+
+logging.getLogger("httpx").addFilter(_UrlsWithoutQuery())
+
+
+@cache
+def tls_context() -> ssl.SSLContext:
+    """One TLS context for every log client of the process: loading the CA bundle costs tens
+    of milliseconds of CPU, which each new httpx client would otherwise pay."""
+    return httpx.create_ssl_context()
+
+
+def blob_client(options: ClientOptions) -> httpx.Client:
+    """The client for the log host: no credentials to leak; may redirect."""
+    return httpx.Client(
+        verify=tls_context(),
+        timeout=httpx.Timeout(options.timeout),
+        follow_redirects=True,
+        headers={"User-Agent": options.user_agent},
+    )
 
 
 @dataclass(frozen=True)
@@ -71,7 +116,7 @@ class LogOutcome:
         return self.status == "unavailable" and self.bytes_read > 0
 
 
-class _Feed:
+class Feed:
     """The consumer's side: how much it has been given, and whether it wants more."""
 
     def __init__(
@@ -111,58 +156,48 @@ class _BlobRefused(Exception):
     def __init__(self, response: httpx.Response) -> None:
         super().__init__(response.status_code)
         self.status = response.status_code
-        self.headers = response.headers
-        self.message = error_message(response)
+        self.message = response.text[:200]
 
 
-def stream_job_log(
-    api: Transport,
-    blobs: httpx.Client,
-    repo: str,
-    job_id: int,
-    consumer: Consumer,
-    max_bytes: int | None,
-    size_hint: SizeHint | None = None,
-) -> LogOutcome:
-    """Download job `job_id`'s log into `consumer`; see the module docstring.
+def stream(ask: SignedUrl, blobs: httpx.Client, feed: Feed, policy: RetryPolicy) -> LogOutcome:
+    """Download a job's log into `feed`; see the module docstring.
 
-    `blobs` must be a client without credentials. `max_bytes`: stop after that many bytes
-    (None: read it all). Raises only RateLimited (from the API: the whole triage should come
-    back later) and programming errors.
+    `ask` gets a fresh signed URL from the API (each resume needs one); `blobs` must be a
+    client without credentials. Raises only RateLimited (from the API: the whole triage
+    should come back later) and programming errors.
     """
-    feed = _Feed(consumer, max_bytes, size_hint)
-    policy = api.options.retry
     resumed = 0
     attempt = 0
     while True:
         attempt += 1
-        location = _signed_url(api, repo, job_id)
+        location = _signed_url(ask)
         if isinstance(location, LogOutcome):
             return _with(location, feed, resumed)
         if feed.consumed:
             resumed += 1  # this attempt picks up a dropped download
+        retry: tuple[RetryReason, float] | None
         try:
             _pour(blobs, location, feed)
             return LogOutcome("ok", feed.consumed, capped=feed.capped, resumed=resumed)
         except httpx.TransportError as error:
-            retry = policy.after_error(error, attempt, idempotent=True)
+            retry = _after_error(error, attempt, policy)
             reason = f"log download failed after {feed.consumed} bytes: {describe(error)}"
         except _BlobRefused as refused:
             final = _final_blob_status(refused)
             if final is not None:
                 return _with(final, feed, resumed)
-            retry = _blob_retry(refused, attempt, api)
-            reason = f"log host answered {refused.status} {refused.message}".rstrip()
+            retry = _after_refusal(refused, attempt, policy)
+            reason = f"log host answered {refused.status}"
         if retry is None or attempt >= policy.attempts:
             # Temporary when only the attempts ran out: the host would have been asked again.
             temporary = retry is not None
             return LogOutcome(
                 "unavailable", feed.consumed, reason=reason, resumed=resumed, temporary=temporary
             )
-        pause(retry)
+        pause(*retry)
 
 
-def _with(outcome: LogOutcome, feed: _Feed, resumed: int) -> LogOutcome:
+def _with(outcome: LogOutcome, feed: Feed, resumed: int) -> LogOutcome:
     return LogOutcome(
         outcome.status,
         feed.consumed,
@@ -172,31 +207,24 @@ def _with(outcome: LogOutcome, feed: _Feed, resumed: int) -> LogOutcome:
     )
 
 
-def _signed_url(api: Transport, repo: str, job_id: int) -> str | LogOutcome:
+def _signed_url(ask: SignedUrl) -> str | LogOutcome:
     """The blob URL from the API's 302, or the outcome when there is no log to fetch."""
     try:
-        answer = api.request(
-            "GET",
-            f"/repos/{repo}/actions/jobs/{job_id}/logs",
-            endpoint=LOG_ENDPOINT,
-            allow=(404, 410),
-            follow_redirects=False,  # the 302 leads to the blob host: no token goes there
-        )
+        location = ask()
     except GitHubUnavailable as error:  # the API's own retries ran out: 5xx, timeouts
         return LogOutcome("unavailable", reason=str(error), temporary=True)
     except GitHubStatusError as error:
+        if error.status == 410:
+            return LogOutcome("expired", reason=error.message or "the log has expired")
+        if error.status == 404:
+            return LogOutcome("missing", reason="GitHub has no log for this job")
         return LogOutcome("unavailable", reason=str(error))
-    if answer.status_code == 410:
-        return LogOutcome("expired", reason=error_message(answer) or "the log has expired")
-    if answer.status_code == 404:
-        return LogOutcome("missing", reason="GitHub has no log for this job")
-    location = answer.headers.get("location")
-    if not answer.is_redirect or not location:
-        return LogOutcome("unavailable", reason=f"no log redirect (status {answer.status_code})")
-    return str(location)
+    if not location:
+        return LogOutcome("unavailable", reason="no log redirect")
+    return location
 
 
-def _pour(blobs: httpx.Client, url: str, feed: _Feed) -> None:
+def _pour(blobs: httpx.Client, url: str, feed: Feed) -> None:
     """Stream the blob into `feed`, resuming at feed.consumed; raise on any failure."""
     offset = feed.consumed
     # identity: a Range counts bytes of the encoding sent, which must be the bytes we counted
@@ -234,17 +262,22 @@ def _final_blob_status(refused: _BlobRefused) -> LogOutcome | None:
     return None
 
 
-def _blob_retry(refused: _BlobRefused, attempt: int, api: Transport) -> Retry | None:
+def _after_error(
+    error: httpx.TransportError, attempt: int, policy: RetryPolicy
+) -> tuple[RetryReason, float] | None:
+    if isinstance(error, httpx.UnsupportedProtocol | httpx.ProxyError):
+        return None  # configuration, not weather
+    reason: RetryReason = "timeout" if isinstance(error, httpx.TimeoutException) else "connection"
+    return reason, policy.backoff_for(attempt)
+
+
+def _after_refusal(
+    refused: _BlobRefused, attempt: int, policy: RetryPolicy
+) -> tuple[RetryReason, float] | None:
     if refused.status == 403:
         # The signed URL lapsed (it lives a minute, and retries may have waited longer):
         # the next attempt asks the API for a fresh one, at once.
-        return Retry(0.0, "auth")
-    return api.options.retry.after_response(
-        refused.status,
-        refused.headers,
-        refused.message,
-        attempt,
-        idempotent=True,
-        now=time.time(),
-        endpoint=BLOB_ENDPOINT,
-    )
+        return "auth", 0.0
+    if refused.status == 429 or refused.status >= 500:
+        return "5xx", policy.backoff_for(attempt)
+    return None

@@ -1,28 +1,28 @@
 """Who the bot is to GitHub: the App (a JWT, then installation tokens) or a plain token.
 
-The App signs a short JWT (PyGithub's `Auth.AppAuth`: iat backdated 60 s for clock drift,
-exp 5 min ahead, GitHub allows at most 10) and trades it for an installation token, which
-lasts an hour. Tokens are cached per installation until `refresh_margin` (5 min) before they
-expire, so a triage that starts with a cached token never sees it lapse halfway; one lock per
-installation makes concurrent workers share one exchange instead of racing for tokens.
+PyGithub does the protocol: `Auth.AppAuth` signs the App's JWT (iat backdated 60 s for clock
+drift, exp 5 min ahead) and `GithubIntegration` trades it for an installation token and finds
+the installation of a repository. What it lacks is sharing: its `AppInstallationAuth` caches a
+token per object, renews it 20 s before expiry, and lets concurrent workers race for tokens.
+`AppAuth` keeps one token per installation for the whole process, renewed `refresh_margin`
+(5 min) before expiry so a triage that starts with it never sees it lapse, one exchange at a
+time per installation, and can drop a token GitHub refused.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import threading
 import time
-from dataclasses import dataclass
 
-from github import Auth
+from github import Auth, GithubIntegration
+from github.InstallationAuthorization import InstallationAuthorization
 
-from triage_bot.github_api.github_http import ClientOptions, Transport
-from triage_bot.github_api.github_retry import GitHubError
+from triage_bot.github_api.retry import ClientOptions, GitHubError, call
 
 INSTALLATION_TTL = 600.0  # seconds a repo -> installation look-up is trusted (reinstalls)
 
 
-class TokenAuth:
+class TokenAuth(Auth.Token):
     """A fixed token (the CLI's GITHUB_TOKEN, a personal access token).
 
     `login` is the account whose comments are ours; None: asked of GET /user when needed.
@@ -31,42 +31,33 @@ class TokenAuth:
     """
 
     def __init__(self, token: str, *, login: str | None = None) -> None:
-        self._token, self.login = token, login
+        super().__init__(token)
+        self.login = login
 
-    def authorization(self) -> str:
-        return f"token {self._token}"
+    @property
+    def token_type(self) -> str:
+        return "token"
 
     def invalidate(self) -> bool:
         return False  # nothing to renew: a refused fixed token stays refused
 
 
-@dataclass(frozen=True)
-class InstallationToken:
-    token: str
-    expires_at: float  # epoch seconds
-
-
-class _JwtCredentials:
-    def __init__(self, signer: Auth.AppAuth) -> None:
-        self._signer = signer
-
-    def authorization(self) -> str:
-        return f"Bearer {self._signer.create_jwt()}"  # a fresh one each time: it is cheap
-
-    def invalidate(self) -> bool:
-        return False
-
-
-class InstallationCredentials:
-    """An installation's token, renewed through its App whenever the cached one is stale."""
+class InstallationAuth(Auth.Auth):
+    """An installation's token as PyGithub asks for it, from its App's shared cache."""
 
     def __init__(self, app: AppAuth, installation_id: int) -> None:
         self.app, self.installation_id = app, installation_id
 
-    def authorization(self) -> str:
-        return f"token {self.app.installation_token(self.installation_id).token}"
+    @property
+    def token_type(self) -> str:
+        return "token"
+
+    @property
+    def token(self) -> str:
+        return self.app.installation_token(self.installation_id).token
 
     def invalidate(self) -> bool:
+        """Forget the cached token GitHub refused (401); the next request gets a new one."""
         self.app.forget_token(self.installation_id)
         return True
 
@@ -90,26 +81,27 @@ class AppAuth:
         self.app_id, self.api_url = app_id, api_url
         self.options = options or ClientOptions()
         self.refresh_margin = refresh_margin
-        self._signer = Auth.AppAuth(app_id, private_key_pem)
-        self._transport = Transport(api_url, _JwtCredentials(self._signer), self.options)
-        self._lock = threading.Lock()
+        self._integration = GithubIntegration(
+            auth=Auth.AppAuth(app_id, private_key_pem),
+            base_url=api_url.rstrip("/"),
+            # A second exchange only mints a second token: harmless, so resent after a 5xx.
+            **self.options.github_kwargs(post_is_safe=True),
+        )
+        self._lock = threading.Lock()  # PyGithub's requester is not safe across threads
         self._token_locks: dict[int, threading.Lock] = {}
-        self._tokens: dict[int, InstallationToken] = {}
+        self._tokens: dict[int, InstallationAuthorization] = {}
         self._installations: dict[str, tuple[int, float]] = {}
         self._slug: str | None = None
 
     def close(self) -> None:
-        self._transport.close()
-
-    def jwt(self) -> str:
-        return self._signer.create_jwt()
+        self._integration.close()
 
     @property
     def slug(self) -> str:
         """The App's slug, from GET /app (once)."""
         if self._slug is None:
-            body = self._transport.json("GET", "/app", endpoint="/app")
-            self._slug = str(body["slug"])
+            with self._lock:
+                self._slug = call("GET /app", lambda: self._integration.get_app().slug)
         return self._slug
 
     @property
@@ -122,23 +114,25 @@ class AppAuth:
         key = repo.lower()  # GitHub matches names case-insensitively
         with self._lock:
             cached = self._installations.get(key)
-        if cached is not None and time.monotonic() - cached[1] < INSTALLATION_TTL:
-            return cached[0]
-        body = self._transport.json(
-            "GET", f"/repos/{repo}/installation", endpoint="/repos/{owner}/{repo}/installation"
-        )
-        installation_id = int(body["id"])
-        with self._lock:
+            if cached is not None and time.monotonic() - cached[1] < INSTALLATION_TTL:
+                return cached[0]
+            owner, name = repo.split("/", 1)
+            installation_id = call(
+                "GET /repos/{owner}/{repo}/installation",
+                lambda: self._integration.get_repo_installation(owner, name).id,
+            )
             self._installations[key] = (installation_id, time.monotonic())
-        return installation_id
+            return installation_id
 
-    def installation_token(self, installation_id: int) -> InstallationToken:
+    def installation_token(self, installation_id: int) -> InstallationAuthorization:
         """A token for the installation valid for at least `refresh_margin` more seconds,
         or (when GitHub hands out shorter ones) the freshest there is."""
         # One exchange per installation at a time: the others wait, then reuse its token.
         with self._token_lock(installation_id):
             cached = self._tokens.get(installation_id)
-            if cached is not None and cached.expires_at - time.time() > self.refresh_margin:
+            if cached is not None and cached.expires_at.timestamp() - time.time() > (
+                self.refresh_margin
+            ):
                 return cached
             token = self._exchange(installation_id)
             self._tokens[installation_id] = token
@@ -153,18 +147,13 @@ class AppAuth:
         with self._lock:
             return self._token_locks.setdefault(installation_id, threading.Lock())
 
-    def credentials(self, installation_id: int) -> InstallationCredentials:
-        return InstallationCredentials(self, installation_id)
+    def credentials(self, installation_id: int) -> InstallationAuth:
+        return InstallationAuth(self, installation_id)
 
-    def _exchange(self, installation_id: int) -> InstallationToken:
-        body = self._transport.json(
-            "POST",
-            f"/app/installations/{installation_id}/access_tokens",
-            endpoint="/app/installations/{installation_id}/access_tokens",
-            idempotent=True,  # a second exchange only mints a second token: harmless
-        )
-        try:
-            expires = dt.datetime.fromisoformat(str(body["expires_at"]))
-        except (KeyError, ValueError) as error:
-            raise GitHubError(f"installation token without a valid expires_at: {error}") from None
-        return InstallationToken(str(body["token"]), expires.timestamp())
+    def _exchange(self, installation_id: int) -> InstallationAuthorization:
+        label = "POST /app/installations/{installation_id}/access_tokens"
+        with self._lock:
+            token = call(label, lambda: self._integration.get_access_token(installation_id))
+        if not token.token or token.expires_at is None:
+            raise GitHubError("installation token without a valid expires_at")
+        return token

@@ -1,0 +1,521 @@
+"""GitHubClient: GitHub as one installation of the App (or one token) sees it, through PyGithub.
+
+Every method takes the repository as "owner/name" and returns PyGithub's objects (WorkflowRun,
+WorkflowJob, PullRequest, IssueComment, ContentFile, CheckRun). PyGithub makes every REST call
+under our retry (retry.py); each call here is named by its endpoint template for the metrics
+and has its errors turned into ours (`retry.call`). The client is lazy (`lazy=True`): naming a
+repository sends nothing, and each method completes only the object it returns, so the requests
+are exactly the ones listed here. PyGithub's requester is not safe across threads (a
+connection keeps the request it is about to send), so each thread gets its own `Github`
+sharing the one set of credentials. The log download is httpx (logs.py), to stream it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from itertools import islice
+from types import TracebackType
+from typing import Any, Literal, TypeVar
+from urllib.parse import quote
+
+from github import Github
+from github.CheckRun import CheckRun
+from github.CheckRunAnnotation import CheckRunAnnotation
+from github.ContentFile import ContentFile
+from github.GithubObject import GithubObject
+from github.IssueComment import IssueComment
+from github.PaginatedList import PaginatedList
+from github.PullRequest import PullRequest
+from github.Repository import Repository
+from github.WorkflowJob import WorkflowJob
+from github.WorkflowRun import WorkflowRun
+
+from triage_bot.config import DEFAULT_MAX_LOG_BYTES
+from triage_bot.core.render import COMMENT_MARKER
+from triage_bot.github_api import logs
+from triage_bot.github_api.auth import InstallationAuth, TokenAuth
+from triage_bot.github_api.retry import (
+    ClientOptions,
+    GitHubError,
+    GitHubStatusError,
+    GitHubUnavailable,
+    call,
+    count_retry,
+    pause,
+)
+
+T = TypeVar("T")
+Obj = TypeVar("Obj", bound=GithubObject)
+_RUN = "/repos/{owner}/{repo}/actions/runs/{run_id}"
+_JOB = "/repos/{owner}/{repo}/actions/jobs/{job_id}"
+_COMMENTS = "/repos/{owner}/{repo}/issues/{issue_number}/comments"
+_CHECK_RUN = "/repos/{owner}/{repo}/check-runs/{check_run_id}"
+
+# Job conclusions worth reading the log of. `cancelled` jobs are listed apart: usually a
+# sibling's failure cancelled them (fail-fast) or a newer push did, and their logs end where
+# they were stopped, so there is nothing of their own to diagnose. `startup_failure` is a
+# conclusion of runs, not of jobs: a run that never started has no jobs and no logs, and the
+# caller reports it from the run's conclusion.
+TRIAGED_CONCLUSIONS = frozenset({"failure", "timed_out"})
+
+
+def job_failed(job: WorkflowJob) -> bool:
+    """A job whose log is worth triaging (see TRIAGED_CONCLUSIONS)."""
+    return job.conclusion in TRIAGED_CONCLUSIONS
+
+
+def run_from_fork(run: WorkflowRun) -> bool:
+    head = run.head_repository
+    return head is not None and head.full_name != run.repository.full_name
+
+
+@dataclass(frozen=True)
+class RunJobs:
+    """The jobs of one run attempt, in GitHub's order."""
+
+    jobs: tuple[WorkflowJob, ...]
+
+    @property
+    def failed(self) -> tuple[WorkflowJob, ...]:
+        return tuple(job for job in self.jobs if job_failed(job))
+
+    @property
+    def cancelled(self) -> tuple[WorkflowJob, ...]:
+        return tuple(job for job in self.jobs if job.conclusion == "cancelled")
+
+
+@dataclass(frozen=True)
+class Permission:
+    """A user's access to a repository: `permission` is the legacy admin/write/read/none,
+    `role_name` the role (admin, maintain, write, triage, read, or a custom one)."""
+
+    permission: str
+    role_name: str
+
+    @property
+    def can_write(self) -> bool:
+        return self.permission in ("admin", "write")
+
+
+@dataclass(frozen=True)
+class CommentResult:
+    id: int
+    action: Literal["created", "updated", "unchanged"]
+    html_url: str
+    # Older copies of our comment (left by a race elsewhere): the oldest is kept and edited;
+    # these ids are reported, not deleted, so nothing a human may have replied to vanishes.
+    duplicates: tuple[int, ...] = ()
+
+
+def is_sticky(comment: IssueComment, author: str) -> bool:
+    """Our sticky comment: written by `author` and starting with the hidden marker.
+
+    Both are needed: anyone can paste the marker (quoting our comment does), and the bot
+    may write other comments (replies to commands) that are not the sticky one.
+    """
+    body = comment.body or ""
+    return comment.user.login.lower() == author.lower() and body.lstrip().startswith(COMMENT_MARKER)
+
+
+class GitHubClient:
+    """GitHub as one installation (or token) sees it. Thread-safe; close() when done."""
+
+    def __init__(
+        self,
+        api_url: str,
+        credentials: InstallationAuth | TokenAuth,
+        *,
+        options: ClientOptions | None = None,
+    ) -> None:
+        self.api_url = api_url.rstrip("/")
+        self.options = options or ClientOptions()
+        self._credentials = credentials
+        self._local = threading.local()
+        self._lock = threading.Lock()  # guards the list of Github objects
+        self._login_lock = threading.Lock()
+        self._githubs: list[Github] = []
+        self._login: str | None = None
+        # The log host gets its own client with no credentials to leak (logs.py).
+        self._blobs = logs.blob_client(self.options)
+
+    def close(self) -> None:
+        with self._lock:
+            for github in self._githubs:
+                github.close()
+            self._githubs.clear()
+        self._blobs.close()
+
+    def __enter__(self) -> GitHubClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # ---- plumbing -------------------------------------------------------------------------
+
+    def _github(self) -> Github:
+        github: Github | None = getattr(self._local, "github", None)
+        if github is None:
+            github = Github(
+                auth=self._credentials,
+                base_url=self.api_url,
+                lazy=True,
+                **self.options.github_kwargs(),
+            )
+            self._local.github = github
+            with self._lock:
+                self._githubs.append(github)
+        return github
+
+    def _repo(self, repo: str) -> Repository:
+        return self._github().get_repo(repo)  # lazy: no request
+
+    def _call(self, label: str, request: Callable[[], T], *, idempotent: bool = True) -> T:
+        """`retry.call`, and once more with a fresh token when GitHub refused a cached one
+        (revoked early, or clocks apart)."""
+        try:
+            return call(label, request, idempotent=idempotent)
+        except GitHubStatusError as error:
+            if error.status != 401 or not self._credentials.invalidate():
+                raise
+            count_retry("auth", 0.0)
+            return call(label, request, idempotent=idempotent)
+
+    def _list(
+        self,
+        cls: type[Obj],
+        label: str,
+        url: str,
+        params: dict[str, Any] | None = None,
+        *,
+        item: str = "items",
+        limit: int | None = None,
+    ) -> list[Obj]:
+        """Every item of a listing (at most `limit`), page by page; `item` names the list in
+        an object body. The Link to the next page is followed as given."""
+
+        def fetch() -> list[Obj]:
+            pages = PaginatedList(cls, self._github().requester, url, params, list_item=item)
+            return list(islice(pages, limit))
+
+        return self._call(f"GET {label}", fetch)
+
+    def _send(
+        self, cls: type[Obj], method: str, label: str, url: str, body: dict[str, Any], *,
+        idempotent: bool = False,
+    ) -> Obj:  # fmt: skip
+        """POST or PATCH `body`; the object GitHub answers with."""
+
+        def send() -> Obj:
+            requester = self._github().requester
+            headers, data = requester.requestJsonAndCheck(method, url, input=body)
+            return cls(requester, headers, data)
+
+        return self._call(f"{method} {label}", send, idempotent=idempotent)
+
+    def _post_only(self, label: str, url: str) -> None:
+        self._call(
+            f"POST {label}",
+            lambda: self._github().requester.requestJsonAndCheck("POST", url),
+            idempotent=False,
+        )
+
+    # ---- identity -------------------------------------------------------------------------
+
+    @property
+    def login(self) -> str:
+        """The account our writes appear under: `<app-slug>[bot]`, or the token's user."""
+        with self._login_lock:
+            if self._login is None:
+                self._login = self._find_login()
+            return self._login
+
+    def _find_login(self) -> str:
+        credentials = self._credentials
+        if isinstance(credentials, InstallationAuth):
+            return credentials.app.bot_login
+        if credentials.login:
+            return credentials.login
+        try:
+            return self._call("GET /user", lambda: self._github().get_user().login)
+        except GitHubStatusError as error:
+            raise GitHubError(
+                "cannot tell which comments are ours: GET /user refused this token "
+                f"({error.status}); pass TokenAuth(token, login=...) "
+                "(github-actions[bot] for GitHub Actions' GITHUB_TOKEN)"
+            ) from error
+
+    # ---- actions --------------------------------------------------------------------------
+
+    def get_run(self, repo: str, run_id: int) -> WorkflowRun:
+        return self._call(
+            f"GET {_RUN}", lambda: self._repo(repo).get_workflow_run(run_id).complete()
+        )
+
+    def list_jobs(self, repo: str, run_id: int, attempt: int | None = None) -> RunJobs:
+        """Every job of one attempt of the run, all pages; `.failed` and `.cancelled` split them.
+
+        attempt None: GitHub's filter=latest (the most recent attempt). Pass the attempt the
+        webhook names to triage exactly that one, even if a re-run has started since.
+        """
+        base = f"/repos/{repo}/actions/runs/{run_id}"
+        if attempt is None:
+            jobs = self._list(
+                WorkflowJob, f"{_RUN}/jobs", f"{base}/jobs", {"filter": "latest"}, item="jobs"
+            )
+        else:
+            label = f"{_RUN}/attempts/{{attempt_number}}/jobs"
+            jobs = self._list(WorkflowJob, label, f"{base}/attempts/{attempt}/jobs", item="jobs")
+        return RunJobs(tuple(jobs))
+
+    def get_job(self, repo: str, job_id: int) -> WorkflowJob:
+        return self._call(
+            f"GET {_JOB}", lambda: self._repo(repo).get_workflow_job(job_id).complete()
+        )
+
+    def stream_job_log(
+        self,
+        repo: str,
+        job_id: int,
+        consumer: logs.Consumer,
+        max_bytes: int | None = DEFAULT_MAX_LOG_BYTES,
+        size_hint: logs.SizeHint | None = None,
+    ) -> logs.LogOutcome:
+        """Feed job `job_id`'s log to `consumer` as it downloads (see logs.py).
+
+        Never raises for an expired (410), missing (404) or unreachable log: the outcome says
+        so. Raises RateLimited when GitHub asks for a wait longer than the policy allows.
+        """
+        url = f"/repos/{repo}/actions/jobs/{job_id}/logs"
+
+        def signed_url() -> str:
+            # requestBlob does not follow the 302: its location goes to the log host without
+            # our token (logs.py), never through PyGithub, which would send it along.
+            headers, _ = self._github().requester.requestBlobAndCheck("GET", url)
+            return str(headers.get("location") or "")
+
+        def ask() -> str:
+            return self._call(f"GET {_JOB}/logs", signed_url)
+
+        feed = logs.Feed(consumer, max_bytes, size_hint)
+        return logs.stream(ask, self._blobs, feed, self.options.retry)
+
+    def list_workflow_runs(
+        self,
+        repo: str,
+        workflow_id: int,
+        branch: str,
+        *,
+        status: str | None = None,
+        event: str | None = None,
+        limit: int = 100,
+    ) -> list[WorkflowRun]:
+        """Runs of one workflow on `branch`, newest first, among the newest `limit` runs.
+
+        Uses the repository-wide listing filtered here by workflow (the fake GitHub serves
+        that one); GitHub's per-workflow listing would need no client-side filter.
+        """
+        params = {"branch": branch, "status": status, "event": event}
+        runs = self._runs(repo, {k: v for k, v in params.items() if v is not None}, limit)
+        return [run for run in runs if run.workflow_id == workflow_id]
+
+    def runs_for_commit(self, repo: str, head_sha: str, *, limit: int = 100) -> list[WorkflowRun]:
+        """The runs of every workflow for commit `head_sha`, newest first (all attempts'
+        latest state: a run re-run is one run with a higher `run_attempt`)."""
+        return self._runs(repo, {"head_sha": head_sha}, limit)
+
+    def _runs(self, repo: str, params: dict[str, str], limit: int) -> list[WorkflowRun]:
+        label = "/repos/{owner}/{repo}/actions/runs"
+        url = f"/repos/{repo}/actions/runs"
+        return self._list(WorkflowRun, label, url, params, item="workflow_runs", limit=limit)
+
+    def rerun_failed_jobs(self, repo: str, run_id: int) -> None:
+        url = f"/repos/{repo}/actions/runs/{run_id}/rerun-failed-jobs"
+        self._post_only(f"{_RUN}/rerun-failed-jobs", url)
+
+    def rerun_job(self, repo: str, job_id: int) -> None:
+        self._post_only(f"{_JOB}/rerun", f"/repos/{repo}/actions/jobs/{job_id}/rerun")
+
+    # ---- repository look-ups --------------------------------------------------------------
+
+    def permission(self, repo: str, username: str) -> Permission | None:
+        """`username`'s access to the repository; None when GitHub knows no such user."""
+        label = "GET /repos/{owner}/{repo}/collaborators/{username}/permission"
+        url = f"/repos/{repo}/collaborators/{quote(username, safe='')}/permission"
+        try:
+            _, body = self._call(
+                label, lambda: self._github().requester.requestJsonAndCheck("GET", url)
+            )
+        except GitHubStatusError as error:
+            if error.status == 404:
+                return None
+            raise
+        return Permission(str(body["permission"]), str(body.get("role_name") or body["permission"]))
+
+    def get_file_blob(self, repo: str, path: str, ref: str | None = None) -> ContentFile | None:
+        """A file at `ref` (default branch if None): `.decoded_content`, and `.sha`, the blob
+        SHA (equal SHAs, equal content); None if absent or not a file."""
+        found = self._contents(repo, path, ref)
+        return found if isinstance(found, ContentFile) and found.type == "file" else None
+
+    def get_file(self, repo: str, path: str, ref: str | None = None) -> bytes | None:
+        """A file's bytes at `ref` (default branch if None); None if absent or a directory."""
+        blob = self.get_file_blob(repo, path, ref)
+        return blob.decoded_content if blob is not None else None
+
+    def file_exists(self, repo: str, path: str, ref: str | None = None) -> bool:
+        return self.get_file_blob(repo, path, ref) is not None
+
+    def list_entries(
+        self, repo: str, path: str, ref: str | None = None
+    ) -> list[ContentFile] | None:
+        """A directory's entries (`.path`, `.type`, `.sha`, `.size`) at `ref`; None if absent
+        or a file."""
+        found = self._contents(repo, path, ref)
+        return found if isinstance(found, list) else None
+
+    def list_directory(self, repo: str, path: str, ref: str | None = None) -> list[str] | None:
+        """The paths of a directory's entries at `ref`; None if absent or a file."""
+        entries = self.list_entries(repo, path, ref)
+        return None if entries is None else [entry.path for entry in entries]
+
+    def _contents(
+        self, repo: str, path: str, ref: str | None
+    ) -> ContentFile | list[ContentFile] | None:
+        label = "GET /repos/{owner}/{repo}/contents/{path}"
+        kwargs = {"ref": ref} if ref else {}
+        try:
+            return self._call(
+                label, lambda: self._repo(repo).get_contents(path.strip("/"), **kwargs)
+            )
+        except GitHubStatusError as error:
+            if error.status == 404:
+                return None
+            raise
+
+    # ---- pull requests and our one comment ------------------------------------------------
+
+    def get_pull(self, repo: str, number: int) -> PullRequest:
+        label = "GET /repos/{owner}/{repo}/pulls/{pull_number}"
+        return self._call(label, lambda: self._repo(repo).get_pull(number).complete())
+
+    def pulls_for_run(self, repo: str, run: WorkflowRun) -> list[PullRequest]:
+        """The pull requests a run belongs to (`.number`, `.head.sha`, `.base.ref`).
+
+        GitHub fills `pull_requests` only for branches of the repository itself; for a fork's
+        pull request it is empty, so look for open pull requests whose head is the fork's
+        branch (`head=owner:branch`) and whose head commit is the run's.
+        """
+        if run.pull_requests:
+            return list(run.pull_requests)
+        if run.head_repository is None or run.head_branch is None:
+            return []  # the fork is gone, or the run is not for a branch
+        owner = run.head_repository.full_name.split("/", 1)[0]
+        params = {"head": f"{owner}:{run.head_branch}", "state": "open"}
+        label, url = "/repos/{owner}/{repo}/pulls", f"/repos/{repo}/pulls"
+        found = self._list(PullRequest, label, url, params)
+        return [pull for pull in found if pull.head.sha == run.head_sha]
+
+    def list_comments(self, repo: str, number: int) -> list[IssueComment]:
+        """The comments of issue or pull request `number`, oldest first, all pages."""
+        return self._list(IssueComment, _COMMENTS, f"/repos/{repo}/issues/{number}/comments")
+
+    def create_comment(self, repo: str, number: int, body: str) -> IssueComment:
+        """Post a comment. A 5xx or timeout is not resent here (the comment may exist now):
+        GitHubUnavailable(ambiguous=True) says so; upsert_comment handles it."""
+        url = f"/repos/{repo}/issues/{number}/comments"
+        return self._send(IssueComment, "POST", _COMMENTS, url, {"body": body})
+
+    def edit_comment(self, repo: str, comment_id: int, body: str) -> IssueComment:
+        label = "/repos/{owner}/{repo}/issues/comments/{comment_id}"
+        url = f"/repos/{repo}/issues/comments/{comment_id}"
+        # Setting the same body twice is the same as once.
+        return self._send(IssueComment, "PATCH", label, url, {"body": body}, idempotent=True)
+
+    def find_sticky_comment(self, repo: str, number: int) -> IssueComment | None:
+        """Our sticky comment on the pull request (the oldest, if a race left two)."""
+        mine = self._sticky_comments(repo, number)
+        return mine[0] if mine else None
+
+    def _sticky_comments(self, repo: str, number: int) -> list[IssueComment]:
+        author = self.login
+        return [c for c in self.list_comments(repo, number) if is_sticky(c, author)]
+
+    def upsert_comment(self, repo: str, number: int, body: str) -> CommentResult:
+        """Make our one comment on the pull request say `body`.
+
+        Creates it if absent, edits it only if its body differs, and never posts a second:
+        when a create fails ambiguously (5xx, timeout: it may have been made), look again
+        before trying anew. Locking against a concurrent triage of the same pull request is
+        the caller's (the store's); this is idempotent on its own.
+        """
+        policy = self.options.retry
+        attempt = 0
+        while True:
+            attempt += 1
+            mine = self._sticky_comments(repo, number)
+            if mine:
+                return self._update(repo, mine, body)
+            try:
+                made = self.create_comment(repo, number, body)
+            except GitHubUnavailable as error:
+                if not error.ambiguous or attempt >= policy.attempts:
+                    raise
+                pause("5xx" if error.status else "timeout", policy.backoff_for(attempt))
+                continue
+            return CommentResult(made.id, "created", made.html_url)
+
+    def _update(self, repo: str, mine: list[IssueComment], body: str) -> CommentResult:
+        keep, duplicates = mine[0], tuple(c.id for c in mine[1:])
+        if _same_text(keep.body or "", body):
+            return CommentResult(keep.id, "unchanged", keep.html_url, duplicates)
+        edited = self.edit_comment(repo, keep.id, body)
+        return CommentResult(edited.id, "updated", edited.html_url, duplicates)
+
+    # ---- check runs (the App's `checks: write`; a personal token cannot create them) -------
+
+    def create_check_run(self, repo: str, body: dict[str, Any]) -> CheckRun:
+        """POST a check run (`name`, `head_sha`, and any of GitHub's optional fields).
+
+        Not resent after a 5xx or timeout (it may exist now): callers find it again by its
+        external_id before creating another."""
+        label = "/repos/{owner}/{repo}/check-runs"
+        return self._send(CheckRun, "POST", label, f"/repos/{repo}/check-runs", body)
+
+    def update_check_run(self, repo: str, check_run_id: int, body: dict[str, Any]) -> CheckRun:
+        """PATCH a check run. GitHub appends the annotations of every update to the ones it
+        has: resending one shows it twice, so this is not idempotent when it carries any."""
+        annotated = bool((body.get("output") or {}).get("annotations"))
+        url = f"/repos/{repo}/check-runs/{check_run_id}"
+        return self._send(CheckRun, "PATCH", _CHECK_RUN, url, body, idempotent=not annotated)
+
+    def find_check_run(
+        self, repo: str, head_sha: str, name: str, external_id: str
+    ) -> CheckRun | None:
+        """The check run called `name` with `external_id` on commit `head_sha`, if any."""
+        found = self._list(
+            CheckRun,
+            "/repos/{owner}/{repo}/commits/{ref}/check-runs",
+            f"/repos/{repo}/commits/{head_sha}/check-runs",
+            {"check_name": name, "filter": "all"},
+            item="check_runs",
+        )
+        return next((run for run in found if run.external_id == external_id), None)
+
+    def check_run_annotations(self, repo: str, check_run_id: int) -> list[dict[str, Any]]:
+        """Every annotation the check run carries, in the order they were sent."""
+        url = f"/repos/{repo}/check-runs/{check_run_id}/annotations"
+        found = self._list(CheckRunAnnotation, f"{_CHECK_RUN}/annotations", url)
+        return [annotation.raw_data for annotation in found]
+
+
+def _same_text(old: str, new: str) -> bool:
+    # GitHub keeps bodies as sent, but a browser edit turns newlines into CRLF.
+    return old.replace("\r\n", "\n") == new.replace("\r\n", "\n")
