@@ -324,7 +324,7 @@ def test_log_host_failures_are_retried_then_reported_unavailable(world: World) -
 
 
 def test_two_502s_then_success_and_the_metrics_count_them(world: World) -> None:
-    endpoint = "GET /repos/{owner}/{repo}/actions/runs/{run_id}"
+    endpoint = "GET /repos/{owner}/{repo}/actions/runs/{id}"
     calls = "triage_bot_github_api_calls_total"
     before = (
         sample(calls, {"endpoint": endpoint, "status": "502"}),

@@ -1,9 +1,9 @@
 """Who the bot is to GitHub: the App (a JWT, then installation tokens) or a plain token.
 
-PyGithub does the protocol: `Auth.AppAuth` signs the App's JWT (iat backdated 60 s for clock
-drift, exp 5 min ahead) and `GithubIntegration` trades it for an installation token and finds
-the installation of a repository. What it lacks is sharing: its `AppInstallationAuth` caches a
-token per object, renews it 20 s before expiry, and lets concurrent workers race for tokens.
+PyGithub signs the App's JWT (`Auth.AppAuth`: iat backdated 60 s for clock drift, exp 5 min
+ahead) and sends the three App requests below. What it lacks is sharing: its
+`AppInstallationAuth` caches a token per object, renews it 20 s before expiry, and lets
+concurrent workers race for tokens.
 `AppAuth` keeps one token per installation for the whole process, renewed `refresh_margin`
 (5 min) before expiry so a triage that starts with it never sees it lapse, one exchange at a
 time per installation, and can drop a token GitHub refused.
@@ -11,13 +11,14 @@ time per installation, and can drop a token GitHub refused.
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 import time
+from dataclasses import dataclass
 
-from github import Auth, GithubIntegration
-from github.InstallationAuthorization import InstallationAuthorization
+from github import Auth
 
-from triage_bot.github_api.retry import ClientOptions, GitHubError, call
+from triage_bot.github_api.retry import ClientOptions, GitHubError, GitHubRequester
 
 INSTALLATION_TTL = 600.0  # seconds a repo -> installation look-up is trusted (reinstalls)
 
@@ -40,6 +41,12 @@ class TokenAuth(Auth.Token):
 
     def invalidate(self) -> bool:
         return False  # nothing to renew: a refused fixed token stays refused
+
+
+@dataclass(frozen=True)
+class InstallationToken:
+    token: str
+    expires_at: float  # epoch seconds
 
 
 class InstallationAuth(Auth.Auth):
@@ -81,27 +88,29 @@ class AppAuth:
         self.app_id, self.api_url = app_id, api_url
         self.options = options or ClientOptions()
         self.refresh_margin = refresh_margin
-        self._integration = GithubIntegration(
-            auth=Auth.AppAuth(app_id, private_key_pem),
-            base_url=api_url.rstrip("/"),
-            # A second exchange only mints a second token: harmless, so resent after a 5xx.
-            **self.options.github_kwargs(post_is_safe=True),
+        # A second token exchange only mints a second token: harmless, so resent after a 5xx.
+        self._api = GitHubRequester(
+            Auth.AppAuth(app_id, private_key_pem), api_url, self.options, post_is_safe=True
         )
         self._lock = threading.Lock()  # PyGithub's requester is not safe across threads
         self._token_locks: dict[int, threading.Lock] = {}
-        self._tokens: dict[int, InstallationAuthorization] = {}
+        self._tokens: dict[int, InstallationToken] = {}
         self._installations: dict[str, tuple[int, float]] = {}
         self._slug: str | None = None
 
     def close(self) -> None:
-        self._integration.close()
+        self._api.close()
+
+    def _get(self, url: str) -> dict[str, object]:
+        with self._lock:
+            _, body = self._api.requestJsonAndCheck("GET", url)
+        return dict(body)
 
     @property
     def slug(self) -> str:
         """The App's slug, from GET /app (once)."""
         if self._slug is None:
-            with self._lock:
-                self._slug = call("GET /app", lambda: self._integration.get_app().slug)
+            self._slug = str(self._get("/app")["slug"])
         return self._slug
 
     @property
@@ -112,27 +121,20 @@ class AppAuth:
     def installation_for_repo(self, repo: str) -> int:
         """The id of the installation that reaches `owner/name`; GitHubStatusError 404 if none."""
         key = repo.lower()  # GitHub matches names case-insensitively
-        with self._lock:
-            cached = self._installations.get(key)
-            if cached is not None and time.monotonic() - cached[1] < INSTALLATION_TTL:
-                return cached[0]
-            owner, name = repo.split("/", 1)
-            installation_id = call(
-                "GET /repos/{owner}/{repo}/installation",
-                lambda: self._integration.get_repo_installation(owner, name).id,
-            )
-            self._installations[key] = (installation_id, time.monotonic())
-            return installation_id
+        cached = self._installations.get(key)
+        if cached is not None and time.monotonic() - cached[1] < INSTALLATION_TTL:
+            return cached[0]
+        installation_id = int(str(self._get(f"/repos/{repo}/installation")["id"]))
+        self._installations[key] = (installation_id, time.monotonic())
+        return installation_id
 
-    def installation_token(self, installation_id: int) -> InstallationAuthorization:
+    def installation_token(self, installation_id: int) -> InstallationToken:
         """A token for the installation valid for at least `refresh_margin` more seconds,
         or (when GitHub hands out shorter ones) the freshest there is."""
         # One exchange per installation at a time: the others wait, then reuse its token.
         with self._token_lock(installation_id):
             cached = self._tokens.get(installation_id)
-            if cached is not None and cached.expires_at.timestamp() - time.time() > (
-                self.refresh_margin
-            ):
+            if cached is not None and cached.expires_at - time.time() > self.refresh_margin:
                 return cached
             token = self._exchange(installation_id)
             self._tokens[installation_id] = token
@@ -150,10 +152,12 @@ class AppAuth:
     def credentials(self, installation_id: int) -> InstallationAuth:
         return InstallationAuth(self, installation_id)
 
-    def _exchange(self, installation_id: int) -> InstallationAuthorization:
-        label = "POST /app/installations/{installation_id}/access_tokens"
+    def _exchange(self, installation_id: int) -> InstallationToken:
+        url = f"/app/installations/{installation_id}/access_tokens"
         with self._lock:
-            token = call(label, lambda: self._integration.get_access_token(installation_id))
-        if not token.token or token.expires_at is None:
-            raise GitHubError("installation token without a valid expires_at")
-        return token
+            _, body = self._api.requestJsonAndCheck("POST", url)
+        try:
+            expires = dt.datetime.fromisoformat(str(body["expires_at"]))
+        except (KeyError, ValueError) as error:
+            raise GitHubError(f"installation token without a valid expires_at: {error}") from None
+        return InstallationToken(str(body["token"]), expires.timestamp())

@@ -1,28 +1,24 @@
 """GitHubClient: GitHub as one installation of the App (or one token) sees it, through PyGithub.
 
 Every method takes the repository as "owner/name" and returns PyGithub's objects (WorkflowRun,
-WorkflowJob, PullRequest, IssueComment, ContentFile, CheckRun). PyGithub makes every REST call
-under our retry (retry.py); each call here is named by its endpoint template for the metrics
-and has its errors turned into ours (`retry.call`). The client is lazy (`lazy=True`): naming a
-repository sends nothing, and each method completes only the object it returns, so the requests
-are exactly the ones listed here. PyGithub's requester is not safe across threads (a
-connection keeps the request it is about to send), so each thread gets its own `Github`
-sharing the one set of credentials. The log download is httpx (logs.py), to stream it.
+WorkflowJob, PullRequest, IssueComment, ContentFile, CheckRun); what is ours is what PyGithub
+lacks: the sticky comment, fork pull requests, the streamed log (logs.py). Every request goes
+through our requester (retry.py: our errors, metrics, limits). Objects are lazy: naming a
+repository sends nothing, and each method completes only what it returns. PyGithub's requester
+is not safe across threads (its connection keeps the request it is about to send), so each
+thread gets its own, sharing the one set of credentials.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import islice
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 from urllib.parse import quote
 
-from github import Github
 from github.CheckRun import CheckRun
-from github.CheckRunAnnotation import CheckRunAnnotation
 from github.ContentFile import ContentFile
 from github.GithubObject import GithubObject
 from github.IssueComment import IssueComment
@@ -39,19 +35,13 @@ from triage_bot.github_api.auth import InstallationAuth, TokenAuth
 from triage_bot.github_api.retry import (
     ClientOptions,
     GitHubError,
+    GitHubRequester,
     GitHubStatusError,
     GitHubUnavailable,
-    call,
-    count_retry,
     pause,
 )
 
-T = TypeVar("T")
 Obj = TypeVar("Obj", bound=GithubObject)
-_RUN = "/repos/{owner}/{repo}/actions/runs/{run_id}"
-_JOB = "/repos/{owner}/{repo}/actions/jobs/{job_id}"
-_COMMENTS = "/repos/{owner}/{repo}/issues/{issue_number}/comments"
-_CHECK_RUN = "/repos/{owner}/{repo}/check-runs/{check_run_id}"
 
 # Job conclusions worth reading the log of. `cancelled` jobs are listed apart: usually a
 # sibling's failure cancelled them (fail-fast) or a newer push did, and their logs end where
@@ -133,18 +123,18 @@ class GitHubClient:
         self.options = options or ClientOptions()
         self._credentials = credentials
         self._local = threading.local()
-        self._lock = threading.Lock()  # guards the list of Github objects
+        self._lock = threading.Lock()  # guards the list of requesters
         self._login_lock = threading.Lock()
-        self._githubs: list[Github] = []
+        self._requesters: list[GitHubRequester] = []
         self._login: str | None = None
         # The log host gets its own client with no credentials to leak (logs.py).
         self._blobs = logs.blob_client(self.options)
 
     def close(self) -> None:
         with self._lock:
-            for github in self._githubs:
-                github.close()
-            self._githubs.clear()
+            for requester in self._requesters:
+                requester.close()
+            self._requesters.clear()
         self._blobs.close()
 
     def __enter__(self) -> GitHubClient:
@@ -160,72 +150,25 @@ class GitHubClient:
 
     # ---- plumbing -------------------------------------------------------------------------
 
-    def _github(self) -> Github:
-        github: Github | None = getattr(self._local, "github", None)
-        if github is None:
-            github = Github(
-                auth=self._credentials,
-                base_url=self.api_url,
-                lazy=True,
-                **self.options.github_kwargs(),
-            )
-            self._local.github = github
+    def requester(self) -> GitHubRequester:
+        """This thread's requester."""
+        requester: GitHubRequester | None = getattr(self._local, "requester", None)
+        if requester is None:
+            requester = GitHubRequester(self._credentials, self.api_url, self.options)
+            self._local.requester = requester
             with self._lock:
-                self._githubs.append(github)
-        return github
+                self._requesters.append(requester)
+        return requester
 
-    def _repo(self, repo: str) -> Repository:
-        return self._github().get_repo(repo)  # lazy: no request
+    def repo(self, repo: str) -> Repository:
+        """The repository "owner/name" (lazy: no request)."""
+        return Repository(self.requester(), url=f"/repos/{repo}")
 
-    def _call(self, label: str, request: Callable[[], T], *, idempotent: bool = True) -> T:
-        """`retry.call`, and once more with a fresh token when GitHub refused a cached one
-        (revoked early, or clocks apart)."""
-        try:
-            return call(label, request, idempotent=idempotent)
-        except GitHubStatusError as error:
-            if error.status != 401 or not self._credentials.invalidate():
-                raise
-            count_retry("auth", 0.0)
-            return call(label, request, idempotent=idempotent)
-
-    def _list(
-        self,
-        cls: type[Obj],
-        label: str,
-        url: str,
-        params: dict[str, Any] | None = None,
-        *,
-        item: str = "items",
-        limit: int | None = None,
-    ) -> list[Obj]:
-        """Every item of a listing (at most `limit`), page by page; `item` names the list in
-        an object body. The Link to the next page is followed as given."""
-
-        def fetch() -> list[Obj]:
-            pages = PaginatedList(cls, self._github().requester, url, params, list_item=item)
-            return list(islice(pages, limit))
-
-        return self._call(f"GET {label}", fetch)
-
-    def _send(
-        self, cls: type[Obj], method: str, label: str, url: str, body: dict[str, Any], *,
-        idempotent: bool = False,
-    ) -> Obj:  # fmt: skip
-        """POST or PATCH `body`; the object GitHub answers with."""
-
-        def send() -> Obj:
-            requester = self._github().requester
-            headers, data = requester.requestJsonAndCheck(method, url, input=body)
-            return cls(requester, headers, data)
-
-        return self._call(f"{method} {label}", send, idempotent=idempotent)
-
-    def _post_only(self, label: str, url: str) -> None:
-        self._call(
-            f"POST {label}",
-            lambda: self._github().requester.requestJsonAndCheck("POST", url),
-            idempotent=False,
-        )
+    def _list(self, cls: type[Obj], url: str, params: dict[str, Any] | None = None, *,
+              item: str = "items", limit: int | None = None) -> list[Obj]:  # fmt: skip
+        """Every item of a listing (at most `limit`); `item` names the list in an object body."""
+        pages = PaginatedList(cls, self.requester(), url, params, list_item=item)
+        return list(islice(pages, limit))
 
     # ---- identity -------------------------------------------------------------------------
 
@@ -244,7 +187,8 @@ class GitHubClient:
         if credentials.login:
             return credentials.login
         try:
-            return self._call("GET /user", lambda: self._github().get_user().login)
+            _, body = self.requester().requestJsonAndCheck("GET", "/user")
+            return str(body["login"])
         except GitHubStatusError as error:
             raise GitHubError(
                 "cannot tell which comments are ours: GET /user refused this token "
@@ -255,9 +199,7 @@ class GitHubClient:
     # ---- actions --------------------------------------------------------------------------
 
     def get_run(self, repo: str, run_id: int) -> WorkflowRun:
-        return self._call(
-            f"GET {_RUN}", lambda: self._repo(repo).get_workflow_run(run_id).complete()
-        )
+        return self.repo(repo).get_workflow_run(run_id).complete()
 
     def list_jobs(self, repo: str, run_id: int, attempt: int | None = None) -> RunJobs:
         """Every job of one attempt of the run, all pages; `.failed` and `.cancelled` split them.
@@ -267,18 +209,15 @@ class GitHubClient:
         """
         base = f"/repos/{repo}/actions/runs/{run_id}"
         if attempt is None:
-            jobs = self._list(
-                WorkflowJob, f"{_RUN}/jobs", f"{base}/jobs", {"filter": "latest"}, item="jobs"
+            return RunJobs(
+                tuple(self._list(WorkflowJob, f"{base}/jobs", {"filter": "latest"}, item="jobs"))
             )
-        else:
-            label = f"{_RUN}/attempts/{{attempt_number}}/jobs"
-            jobs = self._list(WorkflowJob, label, f"{base}/attempts/{attempt}/jobs", item="jobs")
-        return RunJobs(tuple(jobs))
+        return RunJobs(
+            tuple(self._list(WorkflowJob, f"{base}/attempts/{attempt}/jobs", item="jobs"))
+        )
 
     def get_job(self, repo: str, job_id: int) -> WorkflowJob:
-        return self._call(
-            f"GET {_JOB}", lambda: self._repo(repo).get_workflow_job(job_id).complete()
-        )
+        return self.repo(repo).get_workflow_job(job_id).complete()
 
     def stream_job_log(
         self,
@@ -295,14 +234,11 @@ class GitHubClient:
         """
         url = f"/repos/{repo}/actions/jobs/{job_id}/logs"
 
-        def signed_url() -> str:
+        def ask() -> str:
             # requestBlob does not follow the 302: its location goes to the log host without
             # our token (logs.py), never through PyGithub, which would send it along.
-            headers, _ = self._github().requester.requestBlobAndCheck("GET", url)
+            headers, _ = self.requester().requestBlobAndCheck("GET", url)
             return str(headers.get("location") or "")
-
-        def ask() -> str:
-            return self._call(f"GET {_JOB}/logs", signed_url)
 
         feed = logs.Feed(consumer, max_bytes, size_hint)
         return logs.stream(ask, self._blobs, feed, self.options.retry)
@@ -332,27 +268,23 @@ class GitHubClient:
         return self._runs(repo, {"head_sha": head_sha}, limit)
 
     def _runs(self, repo: str, params: dict[str, str], limit: int) -> list[WorkflowRun]:
-        label = "/repos/{owner}/{repo}/actions/runs"
         url = f"/repos/{repo}/actions/runs"
-        return self._list(WorkflowRun, label, url, params, item="workflow_runs", limit=limit)
+        return self._list(WorkflowRun, url, params, item="workflow_runs", limit=limit)
 
     def rerun_failed_jobs(self, repo: str, run_id: int) -> None:
         url = f"/repos/{repo}/actions/runs/{run_id}/rerun-failed-jobs"
-        self._post_only(f"{_RUN}/rerun-failed-jobs", url)
+        self.requester().requestJsonAndCheck("POST", url)
 
     def rerun_job(self, repo: str, job_id: int) -> None:
-        self._post_only(f"{_JOB}/rerun", f"/repos/{repo}/actions/jobs/{job_id}/rerun")
+        self.requester().requestJsonAndCheck("POST", f"/repos/{repo}/actions/jobs/{job_id}/rerun")
 
     # ---- repository look-ups --------------------------------------------------------------
 
     def permission(self, repo: str, username: str) -> Permission | None:
         """`username`'s access to the repository; None when GitHub knows no such user."""
-        label = "GET /repos/{owner}/{repo}/collaborators/{username}/permission"
         url = f"/repos/{repo}/collaborators/{quote(username, safe='')}/permission"
         try:
-            _, body = self._call(
-                label, lambda: self._github().requester.requestJsonAndCheck("GET", url)
-            )
+            _, body = self.requester().requestJsonAndCheck("GET", url)
         except GitHubStatusError as error:
             if error.status == 404:
                 return None
@@ -389,12 +321,9 @@ class GitHubClient:
     def _contents(
         self, repo: str, path: str, ref: str | None
     ) -> ContentFile | list[ContentFile] | None:
-        label = "GET /repos/{owner}/{repo}/contents/{path}"
         kwargs = {"ref": ref} if ref else {}
         try:
-            return self._call(
-                label, lambda: self._repo(repo).get_contents(path.strip("/"), **kwargs)
-            )
+            return self.repo(repo).get_contents(path.strip("/"), **kwargs)
         except GitHubStatusError as error:
             if error.status == 404:
                 return None
@@ -403,8 +332,7 @@ class GitHubClient:
     # ---- pull requests and our one comment ------------------------------------------------
 
     def get_pull(self, repo: str, number: int) -> PullRequest:
-        label = "GET /repos/{owner}/{repo}/pulls/{pull_number}"
-        return self._call(label, lambda: self._repo(repo).get_pull(number).complete())
+        return self.repo(repo).get_pull(number).complete()
 
     def pulls_for_run(self, repo: str, run: WorkflowRun) -> list[PullRequest]:
         """The pull requests a run belongs to (`.number`, `.head.sha`, `.base.ref`).
@@ -419,25 +347,22 @@ class GitHubClient:
             return []  # the fork is gone, or the run is not for a branch
         owner = run.head_repository.full_name.split("/", 1)[0]
         params = {"head": f"{owner}:{run.head_branch}", "state": "open"}
-        label, url = "/repos/{owner}/{repo}/pulls", f"/repos/{repo}/pulls"
-        found = self._list(PullRequest, label, url, params)
+        found = self._list(PullRequest, f"/repos/{repo}/pulls", params)
         return [pull for pull in found if pull.head.sha == run.head_sha]
 
     def list_comments(self, repo: str, number: int) -> list[IssueComment]:
         """The comments of issue or pull request `number`, oldest first, all pages."""
-        return self._list(IssueComment, _COMMENTS, f"/repos/{repo}/issues/{number}/comments")
+        return list(self.repo(repo).get_issue(number).get_comments())
 
     def create_comment(self, repo: str, number: int, body: str) -> IssueComment:
         """Post a comment. A 5xx or timeout is not resent here (the comment may exist now):
         GitHubUnavailable(ambiguous=True) says so; upsert_comment handles it."""
-        url = f"/repos/{repo}/issues/{number}/comments"
-        return self._send(IssueComment, "POST", _COMMENTS, url, {"body": body})
+        return self.repo(repo).get_issue(number).create_comment(body)
 
     def edit_comment(self, repo: str, comment_id: int, body: str) -> IssueComment:
-        label = "/repos/{owner}/{repo}/issues/comments/{comment_id}"
-        url = f"/repos/{repo}/issues/comments/{comment_id}"
-        # Setting the same body twice is the same as once.
-        return self._send(IssueComment, "PATCH", label, url, {"body": body}, idempotent=True)
+        comment = IssueComment(self.requester(), url=f"/repos/{repo}/issues/comments/{comment_id}")
+        comment.edit(body)
+        return comment
 
     def find_sticky_comment(self, repo: str, number: int) -> IssueComment | None:
         """Our sticky comment on the pull request (the oldest, if a race left two)."""
@@ -481,20 +406,18 @@ class GitHubClient:
 
     # ---- check runs (the App's `checks: write`; a personal token cannot create them) -------
 
-    def create_check_run(self, repo: str, body: dict[str, Any]) -> CheckRun:
-        """POST a check run (`name`, `head_sha`, and any of GitHub's optional fields).
+    def create_check_run(self, repo: str, fields: dict[str, Any]) -> CheckRun:
+        """Create a check run (`name`, `head_sha`, and any of GitHub's optional fields).
 
         Not resent after a 5xx or timeout (it may exist now): callers find it again by its
         external_id before creating another."""
-        label = "/repos/{owner}/{repo}/check-runs"
-        return self._send(CheckRun, "POST", label, f"/repos/{repo}/check-runs", body)
+        return self.repo(repo).create_check_run(**fields)
 
-    def update_check_run(self, repo: str, check_run_id: int, body: dict[str, Any]) -> CheckRun:
-        """PATCH a check run. GitHub appends the annotations of every update to the ones it
-        has: resending one shows it twice, so this is not idempotent when it carries any."""
-        annotated = bool((body.get("output") or {}).get("annotations"))
-        url = f"/repos/{repo}/check-runs/{check_run_id}"
-        return self._send(CheckRun, "PATCH", _CHECK_RUN, url, body, idempotent=not annotated)
+    def update_check_run(self, check: CheckRun, fields: dict[str, Any]) -> CheckRun:
+        """Update a check run. GitHub appends the annotations of every update to the ones it
+        has: resending one shows it twice, so a PATCH is never resent after a 5xx."""
+        check.edit(**fields)
+        return check
 
     def find_check_run(
         self, repo: str, head_sha: str, name: str, external_id: str
@@ -502,18 +425,11 @@ class GitHubClient:
         """The check run called `name` with `external_id` on commit `head_sha`, if any."""
         found = self._list(
             CheckRun,
-            "/repos/{owner}/{repo}/commits/{ref}/check-runs",
             f"/repos/{repo}/commits/{head_sha}/check-runs",
             {"check_name": name, "filter": "all"},
             item="check_runs",
         )
         return next((run for run in found if run.external_id == external_id), None)
-
-    def check_run_annotations(self, repo: str, check_run_id: int) -> list[dict[str, Any]]:
-        """Every annotation the check run carries, in the order they were sent."""
-        url = f"/repos/{repo}/check-runs/{check_run_id}/annotations"
-        found = self._list(CheckRunAnnotation, f"{_CHECK_RUN}/annotations", url)
-        return [annotation.raw_data for annotation in found]
 
 
 def _same_text(old: str, new: str) -> bool:

@@ -1,5 +1,11 @@
-"""How the bot retries GitHub: PyGithub's `GithubRetry` with our limits, the errors callers see,
-and the metrics of calls and retries.
+"""How the bot talks to GitHub's API: PyGithub's requester and `GithubRetry`, with our limits,
+our errors and our metrics.
+
+`GitHubRequester` is PyGithub's `Requester` for every REST request the bot makes (each page
+of a listing and each completion of a lazy object included): GitHub's refusals become our
+errors (GitHubStatusError, GitHubUnavailable, RateLimited), each answer is counted by endpoint
+template and status (`triage_bot.metrics`), and a cached installation token GitHub refused
+(401: revoked early, clocks apart) is renewed once.
 
 PyGithub sends every REST call through urllib3 under a `GithubRetry`, which already waits out
 5xx answers with backoff, `retry-after`, and primary and secondary rate limits. `MeteredRetry`
@@ -17,16 +23,16 @@ from __future__ import annotations
 
 import math
 import random
-import threading
+import re
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 import requests
-from github import GithubException, RateLimitExceededExceedsMaxWait
+from github import Auth, GithubException, RateLimitExceededExceedsMaxWait
 from github.GithubRetry import GithubRetry
+from github.Requester import Requester
 from urllib3.util.retry import Retry
 
 from triage_bot import metrics
@@ -137,17 +143,6 @@ class ClientOptions:
         """The defaults, with the retry policy's pauses from the settings (TRIAGE_GITHUB_*)."""
         return cls(retry=RetryPolicy.from_settings(settings))
 
-    def github_kwargs(self, *, post_is_safe: bool = False) -> dict[str, Any]:
-        """The keyword arguments of `github.Github` and `GithubIntegration` for these options."""
-        return {
-            "retry": self.retry.urllib3_retry(post_is_safe=post_is_safe),
-            "timeout": math.ceil(self.timeout),  # PyGithub takes whole seconds only
-            "per_page": self.per_page,
-            "user_agent": self.user_agent,
-            "seconds_between_requests": self.seconds_between_requests or None,
-            "seconds_between_writes": self.seconds_between_writes or None,
-        }
-
 
 class MeteredRetry(GithubRetry):
     """GithubRetry with the policy's limits, counted in the metrics (see the module doc)."""
@@ -183,11 +178,13 @@ class MeteredRetry(GithubRetry):
         if told or status == 429:  # GitHub's number, or its "at least a minute"
             wait = _seconds(response.headers.get("Retry-After"), self.policy.secondary_wait)
             if wait > self.policy.max_wait:
-                raise RateLimited(current_endpoint(), time.time() + wait, "retry_after")
+                label = endpoint_label(method or "", url or "")
+                count_call(label, status)
+                raise RateLimited(label, time.time() + wait, "retry_after")
         retry = super().increment(method, url, response, error, _pool, _stacktrace)
         if wait is not None:
             retry.get_backoff_time = lambda: wait  # type: ignore[method-assign]
-        count_call(current_endpoint(), status)
+        count_call(endpoint_label(method or "", url or ""), status)
         count_retry(_reason(status, error, told), retry.get_backoff_time())
         return retry
 
@@ -209,27 +206,107 @@ def _seconds(text: str | None, default: float) -> float:
         return default
 
 
-# ---- one call ------------------------------------------------------------------------------
+# ---- the requester --------------------------------------------------------------------------
+
+IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
+_PATH_PARTS = (
+    (re.compile(r"^[a-z]+://[^/]+|[?#].*$"), ""),
+    (
+        re.compile(r"^(/api/v3)?/repos/[^/]+/[^/]+|^(/api/v3)?/repositories/\d+"),
+        "/repos/{owner}/{repo}",
+    ),
+    (re.compile(r"/contents/.*"), "/contents/{path}"),
+    (re.compile(r"/(commits|collaborators)/[^/]+"), r"/\1/{name}"),
+    (re.compile(r"/\d+(?=/|$)"), "/{id}"),
+)
 
 
-def call(label: str, request: Callable[[], T], *, idempotent: bool = True) -> T:
-    """Run one PyGithub call: named `label` ("GET /repos/{owner}/{repo}/pulls/{pull_number}")
-    for the metrics, its errors turned into ours. `idempotent` False: a failure after the
-    request was sent is `ambiguous` (GitHub may have acted on it)."""
-    with endpoint(label):
+def endpoint_label(method: str, url: str) -> str:
+    """The metrics' name of a request: "GET /repos/{owner}/{repo}/actions/runs/{id}"."""
+    for pattern, template in _PATH_PARTS:
+        url = pattern.sub(template, url)
+    return f"{method} {url}"
+
+
+class GitHubRequester(Requester):
+    """PyGithub's requester with our errors, metrics and token renewal (see the module doc).
+    Like PyGithub's, one instance must not be used by two threads at once."""
+
+    def __init__(
+        self,
+        auth: Auth.Auth | None,
+        api_url: str,
+        options: ClientOptions,
+        *,
+        post_is_safe: bool = False,
+    ) -> None:
+        super().__init__(
+            auth,
+            api_url.rstrip("/"),
+            math.ceil(options.timeout),  # PyGithub takes whole seconds only
+            options.user_agent,
+            options.per_page,
+            True,
+            options.retry.urllib3_retry(post_is_safe=post_is_safe),
+            None,
+            options.seconds_between_requests or None,
+            options.seconds_between_writes or None,
+            lazy=True,  # naming a repository or a run sends nothing until it is read
+        )
+
+    def requestJsonAndCheck(
+        self,
+        verb: str,
+        url: str,
+        parameters: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+        input: Any | None = None,
+        follow_302_redirect: bool = False,
+    ) -> tuple[dict[str, Any], Any]:
+        send = super().requestJsonAndCheck
+        return self._checked(
+            verb, url, lambda: send(verb, url, parameters, headers, input, follow_302_redirect)
+        )
+
+    def requestBlobAndCheck(
+        self,
+        verb: str,
+        url: str,
+        parameters: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
+        input: str | None = None,
+        cnx: Any = None,
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        send = super().requestBlobAndCheck
+        return self._checked(verb, url, lambda: send(verb, url, parameters, headers, input, cnx))
+
+    def _checked(self, verb: str, url: str, send: Callable[[], T]) -> T:
+        label = endpoint_label(verb, url)
         try:
-            result = request()
-        except RateLimitExceededExceedsMaxWait as error:
-            count_call(label, error.status)
-            resume_at = time.time() + (error.wait or 0.0)
-            raise RateLimited(label, resume_at, "rate_limit") from error
-        except GithubException as error:
-            count_call(label, error.status)
-            raise status_error(label, error, idempotent=idempotent) from error
-        except requests.RequestException as error:
-            count_call(label, None)
-            ambiguous = not idempotent and not request_unsent(error)
-            raise GitHubUnavailable(label, describe(error), ambiguous=ambiguous) from error
+            return _translated(label, verb, send)
+        except GitHubStatusError as error:
+            renew = getattr(self.auth, "invalidate", None)
+            if error.status != 401 or renew is None or not renew():
+                raise
+            count_retry("auth", 0.0)
+            return _translated(label, verb, send)
+
+
+def _translated(label: str, verb: str, send: Callable[[], T]) -> T:
+    """Send; count the answer; raise ours for PyGithub's and requests' errors."""
+    idempotent = verb in IDEMPOTENT_METHODS
+    try:
+        result = send()
+    except RateLimitExceededExceedsMaxWait as error:
+        count_call(label, error.status)
+        raise RateLimited(label, time.time() + (error.wait or 0.0), "rate_limit") from error
+    except GithubException as error:
+        count_call(label, error.status)
+        raise status_error(label, error, idempotent=idempotent) from error
+    except requests.RequestException as error:
+        count_call(label, None)
+        ambiguous = not idempotent and not request_unsent(error)
+        raise GitHubUnavailable(label, describe(error), ambiguous=ambiguous) from error
     count_call(label, 200)
     return result
 
@@ -254,24 +331,6 @@ def describe(error: Exception) -> str:
 
 
 # ---- counting -------------------------------------------------------------------------------
-
-_current = threading.local()
-
-
-@contextmanager
-def endpoint(label: str) -> Iterator[None]:
-    """Name the call under way on this thread (e.g. "GET /repos/{owner}/{repo}/pulls"), so
-    the retries urllib3 makes deep inside PyGithub are counted under it."""
-    outer = getattr(_current, "label", None)
-    _current.label = label
-    try:
-        yield
-    finally:
-        _current.label = outer
-
-
-def current_endpoint() -> str:
-    return getattr(_current, "label", None) or "unknown"
 
 
 def count_call(label: str, status: int | None) -> None:

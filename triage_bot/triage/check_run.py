@@ -67,7 +67,7 @@ def publish(
         return {"action": "dry_run", "annotations": len(annotations[:MAX_ANNOTATIONS])}
     with store.lock(f"check-run:{repo}:{run.id}"):
         found = client.find_check_run(repo, run.head_sha, CHECK_NAME, str(run.id))
-        sent = _already_sent(client, repo, found)
+        sent = _already_sent(found)
         fresh = [a for a in annotations[:MAX_ANNOTATIONS] if _key(a) not in sent]
         batches = list(_batches(fresh)) or [[]]
         fields = {"status": "completed", "conclusion": "neutral", "details_url": run.html_url}
@@ -76,18 +76,18 @@ def publish(
             body = {"name": CHECK_NAME, "head_sha": run.head_sha, "external_id": str(run.id)}
             check = client.create_check_run(repo, {**body, **first})
         else:
-            check = client.update_check_run(repo, found.id, first)
+            check = client.update_check_run(found, first)
         for batch in batches[1:]:
-            client.update_check_run(repo, check.id, {"output": {**output, "annotations": batch}})
+            client.update_check_run(check, {"output": {**output, "annotations": batch}})
     action = "created" if found is None else "updated"
     log.info("%s: check run %d %s, %d new annotations", repo, check.id, action, len(fresh))
     return {"id": check.id, "action": action, "annotations": len(fresh)}
 
 
-def _already_sent(client: GitHubClient, repo: str, check: CheckRun | None) -> set[tuple[Any, ...]]:
+def _already_sent(check: CheckRun | None) -> set[tuple[Any, ...]]:
     if check is None or check.output.annotations_count == 0:
         return set()
-    return {_key(a) for a in client.check_run_annotations(repo, check.id)}
+    return {_key(a.raw_data) for a in check.get_annotations()}
 
 
 def _key(annotation: dict[str, Any]) -> tuple[Any, ...]:
