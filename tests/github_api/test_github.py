@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -251,6 +252,18 @@ def test_a_log_streams_to_the_consumer_in_chunks_and_no_token_reaches_the_log_ho
     assert redirect.status == 302 and (redirect.authorization or "").startswith("token ghs_")
     (download,) = world.fake.requests(host="logs")
     assert download.authorization is None and download.status == 200
+
+
+def test_the_signed_log_url_never_reaches_the_logs(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    # httpx logs each URL at INFO (PyGithub may log an answer's headers at DEBUG, the 302's
+    # location among them): a reader of the bot's logs must not get a working log link.
+    with caplog.at_level(logging.DEBUG), client(world) as gh:
+        assert gh.stream_job_log(REPO, job_id(world, "test (1)"), Collect()).ok
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    assert "/logs" in logged and "127.0.0.2" in logged  # both requests were logged
+    assert "urlSignature" not in logged
 
 
 def test_the_classifier_reads_while_downloading_and_keeps_the_tail(

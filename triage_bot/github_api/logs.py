@@ -58,13 +58,16 @@ _QUERY_IN_TEXT = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s?#\"'<>]+)[?#][^\
 
 
 class _UrlsWithoutQuery(logging.Filter):
-    """httpx logs every request's URL at INFO. A log download's URL is signed in its query
+    """httpx logs every request's URL at INFO, PyGithub each answer's headers at DEBUG (the
+    log endpoint's `location` among them). A log download's URL is signed in its query
     string (whoever holds it can read the log for a minute), so URLs are logged as scheme,
     host and path only."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.args, tuple):
-            record.args = tuple(without_query(arg) for arg in record.args)
+            record.args = tuple(
+                without_query(str(arg) if isinstance(arg, dict) else arg) for arg in record.args
+            )
         return True
 
 
@@ -77,7 +80,8 @@ def without_query(value: object) -> object:
     return value
 
 
-logging.getLogger("httpx").addFilter(_UrlsWithoutQuery())
+for _name in ("httpx", "github.Requester"):
+    logging.getLogger(_name).addFilter(_UrlsWithoutQuery())
 
 
 @cache
