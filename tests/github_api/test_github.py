@@ -505,10 +505,12 @@ def test_permission_contents_and_directory(world: World) -> None:
     with client(world) as gh:
         maria = gh.permission(REPO, "maria")
         stranger = gh.permission(REPO, "nobody")
-        assert gh.get_file(REPO, ".github/triage-bot.yml") == config.encode()
-        assert gh.get_file(REPO, ".github/triage-bot.yml", ref="other") is None
-        assert gh.get_file(REPO, ".github/triage-bot/patterns") is None
-        listing = gh.list_directory(REPO, ".github/triage-bot/patterns")
+        blob = gh.get_file_blob(REPO, ".github/triage-bot.yml")
+        assert blob is not None and blob.decoded_content == config.encode()
+        assert gh.get_file_blob(REPO, ".github/triage-bot.yml", ref="other") is None
+        assert gh.get_file_blob(REPO, ".github/triage-bot/patterns") is None
+        entries = gh.list_entries(REPO, ".github/triage-bot/patterns") or []
+        listing = [entry.path for entry in entries]
     assert maria is not None and (maria.permission, maria.role_name) == ("write", "maintain")
     assert maria.can_write and stranger is None
     assert listing == [".github/triage-bot/patterns/a.yml"]

@@ -297,11 +297,6 @@ class GitHubClient:
         found = self._contents(repo, path, ref)
         return found if isinstance(found, ContentFile) and found.type == "file" else None
 
-    def get_file(self, repo: str, path: str, ref: str | None = None) -> bytes | None:
-        """A file's bytes at `ref` (default branch if None); None if absent or a directory."""
-        blob = self.get_file_blob(repo, path, ref)
-        return blob.decoded_content if blob is not None else None
-
     def file_exists(self, repo: str, path: str, ref: str | None = None) -> bool:
         return self.get_file_blob(repo, path, ref) is not None
 
@@ -312,11 +307,6 @@ class GitHubClient:
         or a file."""
         found = self._contents(repo, path, ref)
         return found if isinstance(found, list) else None
-
-    def list_directory(self, repo: str, path: str, ref: str | None = None) -> list[str] | None:
-        """The paths of a directory's entries at `ref`; None if absent or a file."""
-        entries = self.list_entries(repo, path, ref)
-        return None if entries is None else [entry.path for entry in entries]
 
     def _contents(
         self, repo: str, path: str, ref: str | None
