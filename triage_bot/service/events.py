@@ -1,8 +1,12 @@
-"""Which webhook events become work: pure functions from (event name, payload) to a Decision.
+"""Which webhook deliveries become work: pure functions from (event name, payload) to a Decision
+(acted on by server.py): a job to queue, an installation change to record, or why not.
 
 `decide` never raises: a payload with a missing or oddly typed field is refused with a reason
 that names the field, because the payload is input from the network and the server must answer
-every request with a 2xx or 4xx that says why.
+every request with a 2xx or 4xx that says why. The field readers at the end of this module
+return a field's value when it has the expected type and fits any database column (64-bit
+integers; text with no NUL character and no unpaired surrogate, which PostgreSQL refuses), and
+otherwise raise Refused, which `decide` turns into a "refused" decision.
 
 Jobs are JSON-ready dicts (they are stored in the database and carried by the queue):
 
@@ -24,38 +28,53 @@ Jobs are JSON-ready dicts (they are stored in the database and carried by the qu
 `find_pr` is true when GitHub gave no pull request for the run (runs from forks, and every
 `workflow_job`): the worker then looks the pull request up by head branch and head SHA.
 
-This module decides the workflow and pull request events; the `/triage` comments are
-comment_events.py's, the App's installations installation_events.py's, and the field readers
-that refuse a bad payload payload_fields.py's.
+The App's installation events (`installation`, `installation_repositories`) say which accounts
+and repositories the App is installed on: they become InstallationChanges for the store.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal, TypeGuard
 
-from triage_bot.service.comment_events import on_issue_comment
-from triage_bot.service.event_decision import Decision
-from triage_bot.service.installation_events import on_installation, on_installation_repositories
-from triage_bot.service.payload_fields import (
-    MAX_INT,
-    REPO_NAME,
-    Refused,
-    describe,
-    is_int,
-    read_installation_id,
-    read_int,
-    read_obj,
-    read_opt_str,
-    read_repo,
-    read_str,
-)
+from triage_bot.commands.commands import find_command
+from triage_bot.store.store_installations import InstallationChange
 from triage_bot.triage.run import FAILING_RUN_CONCLUSIONS
 
 # startup_failure is not in the octokit schema's enum but GitHub sends it when a workflow file
 # is invalid; it is a failure the contributor needs to hear about.
 
 FAILING_JOB_CONCLUSIONS = frozenset({"failure"})
+MAX_COMMENT_BODY = 65_536  # GitHub's own cap on a comment's body
+
+# Bounds that keep every value storable: database integers are 64-bit and PostgreSQL refuses
+# NUL characters and unpaired surrogates in text, so such values are refused here, not there.
+MAX_INT = 2**63 - 1
+MAX_TEXT = 1000
+
+# GitHub's own rules: owner up to 39 characters, name up to 100, of letters, digits, - _ .
+REPO_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}")
+
+Outcome = Literal["job", "record", "pong", "ignored", "refused"]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What one delivery comes to, with the job or installation change it carries."""
+
+    outcome: Outcome
+    reason: str
+    job: dict[str, Any] | None = None
+    # Jobs with one key that are still waiting in the queue are merged: when twenty matrix
+    # jobs of one run fail, one early triage that has not started yet covers them all.
+    coalesce_key: str | None = None
+    installation: InstallationChange | None = None
+
+
+class Refused(Exception):
+    """A field is missing or unfit; the message names it."""
 
 
 def decide(event: str, payload: object) -> Decision:
@@ -74,6 +93,9 @@ def decide(event: str, payload: object) -> Decision:
 def _ping(payload: Mapping[str, Any]) -> Decision:
     zen = payload.get("zen")
     return Decision("pong", zen if isinstance(zen, str) and zen else "pong")
+
+
+# -- workflow runs, workflow jobs and pull requests
 
 
 def _workflow_run(payload: Mapping[str, Any]) -> Decision:
@@ -216,13 +238,212 @@ def _base_repo_id(pr: Mapping[str, Any]) -> object:
     return repo.get("id") if isinstance(repo, Mapping) else None
 
 
+# -- `/triage` comments: a new comment on a pull request that holds a `/triage` command
+# becomes a "command" job (which lines are commands: commands.py).
+
+
+def _issue_comment(payload: Mapping[str, Any]) -> Decision:
+    action = read_str(payload, "action")
+    if action != "created":
+        # An edited comment is not run again: editing one's own comment must not re-run jobs.
+        return Decision("ignored", f"issue_comment action {action!r}: only new comments count")
+    issue = read_obj(payload, "issue")
+    if issue.get("pull_request") is None:
+        return Decision("ignored", "the comment is on an issue, not a pull request")
+    comment = read_obj(payload, "comment")
+    author = read_obj(comment, "user", "comment.user")
+    login = read_str(author, "login", "comment.user.login")
+    if _is_bot(author) or _is_bot(payload.get("sender")):
+        return Decision("ignored", f"comments by bots are ignored ({login})")
+    body = comment.get("body")
+    if not isinstance(body, str) or not is_storable_text(body, MAX_COMMENT_BODY):
+        raise Refused(f"comment.body must be text of at most {MAX_COMMENT_BODY} characters")
+    command = find_command(body)
+    if command is None:
+        return Decision("ignored", "the comment holds no /triage command")
+    repo, number = read_repo(payload), read_int(issue, "number", "issue.number")
+    job = {
+        "kind": "command",
+        "repo": repo,
+        "installation_id": read_installation_id(payload),
+        "pr_number": number,
+        "comment_id": read_int(comment, "id", "comment.id"),
+        "author": login,
+        "body": body,
+    }
+    return Decision("job", f"{repo}#{number}: {command.line!r} by {login}", job=job)
+
+
+def _is_bot(user: object) -> bool:
+    """A GitHub App or other bot account (our own replies included)."""
+    if not isinstance(user, Mapping):
+        return False
+    login = user.get("login")
+    return user.get("type") == "Bot" or (isinstance(login, str) and login.endswith("[bot]"))
+
+
+# -- the App's installations
+
+
+def _installation(payload: Mapping[str, Any]) -> Decision:
+    action = read_str(payload, "action")
+    inst = read_obj(payload, "installation")
+    inst_id = read_int(inst, "id", "installation.id")
+    if action == "deleted":
+        change = InstallationChange("delete", inst_id)
+        return Decision("record", f"installation {inst_id} deleted", installation=change)
+    if action not in ("created", "new_permissions_accepted", "suspend", "unsuspend"):
+        return Decision("ignored", f"installation action {action!r} changes nothing we keep")
+    repos = payload.get("repositories")
+    change = InstallationChange(
+        "upsert",
+        inst_id,
+        account=_account(inst),
+        # suspend/unsuspend carry no repository list: keep the one we have
+        repos=_repo_names(repos, "repositories") if repos is not None else (),
+        repository_selection=read_opt_str(
+            inst, "repository_selection", "installation.repository_selection"
+        ),
+        suspended=_suspended(action, inst),
+    )
+    return Decision("record", f"installation {inst_id} {action}", installation=change)
+
+
+def _installation_repositories(payload: Mapping[str, Any]) -> Decision:
+    action = read_str(payload, "action")
+    if action not in ("added", "removed"):
+        return Decision("ignored", f"installation_repositories action {action!r} is unknown")
+    inst = read_obj(payload, "installation")
+    field = f"repositories_{action}"
+    change = InstallationChange(
+        "add_repos" if action == "added" else "remove_repos",
+        read_int(inst, "id", "installation.id"),
+        account=_account(inst),
+        repos=_repo_names(payload.get(field), field),
+        repository_selection=read_opt_str(payload, "repository_selection"),
+    )
+    reason = f"installation {change.installation_id}: {len(change.repos)} repositories {action}"
+    return Decision("record", reason, installation=change)
+
+
+def _suspended(action: str, inst: Mapping[str, Any]) -> bool:
+    if action in ("suspend", "unsuspend"):
+        return action == "suspend"
+    return inst.get("suspended_at") is not None
+
+
+def _account(inst: Mapping[str, Any]) -> str | None:
+    account = inst.get("account")
+    if isinstance(account, Mapping):
+        login = account.get("login") or account.get("slug")  # enterprises have a slug
+        return login if isinstance(login, str) and is_storable_text(login, 255) else None
+    return None
+
+
+def _repo_names(value: object, field: str) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise Refused(f"{field} must be a list, got {describe(value)}")
+    names = []
+    for index, item in enumerate(value):
+        if not isinstance(item, Mapping):
+            raise Refused(f"{field}[{index}] must be an object, got {describe(item)}")
+        names.append(read_full_name(item, f"{field}[{index}].full_name"))
+    return tuple(names)
+
+
+# -- reading fields: typed, bounded, or refused with the field's name
+
+
+def read_repo(payload: Mapping[str, Any]) -> str:
+    return read_full_name(read_obj(payload, "repository"), "repository.full_name")
+
+
+def read_full_name(obj: Mapping[str, Any], field: str) -> str:
+    name = obj.get("full_name")
+    if not isinstance(name, str) or not REPO_NAME.fullmatch(name):
+        raise Refused(f"{field} must be 'owner/name', got {describe(name)}")
+    return name
+
+
+def read_installation_id(payload: Mapping[str, Any]) -> int | None:
+    inst = payload.get("installation")
+    if inst is None:
+        return None  # webhooks of a repository hook carry none; the worker looks it up
+    if not isinstance(inst, Mapping):
+        raise Refused(f"installation must be an object, got {describe(inst)}")
+    return read_int(inst, "id", "installation.id")
+
+
+def read_obj(parent: Mapping[str, Any], key: str, field: str | None = None) -> Mapping[str, Any]:
+    value = parent.get(key)
+    if not isinstance(value, Mapping):
+        raise Refused(f"{field or key} must be an object, got {describe(value)}")
+    return value
+
+
+def read_str(parent: Mapping[str, Any], key: str, field: str | None = None) -> str:
+    value = parent.get(key)
+    if not isinstance(value, str) or not value:
+        raise Refused(f"{field or key} must be a non-empty string, got {describe(value)}")
+    return _checked_text(value, field or key)
+
+
+def read_opt_str(parent: Mapping[str, Any], key: str, field: str | None = None) -> str | None:
+    value = parent.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise Refused(f"{field or key} must be a string or null, got {describe(value)}")
+    return _checked_text(value, field or key)
+
+
+def _checked_text(value: str, field: str) -> str:
+    if not is_storable_text(value):
+        raise Refused(f"{field} must be printable text of at most {MAX_TEXT} characters")
+    return value
+
+
+def is_storable_text(value: str, limit: int = MAX_TEXT) -> bool:
+    """True when `value` can go into any text column: bounded, no NUL, valid UTF-8."""
+    if len(value) > limit or "\x00" in value:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # an unpaired surrogate from a JSON "\\ud800" escape
+        return False
+    return True
+
+
+def read_int(parent: Mapping[str, Any], key: str, field: str | None = None) -> int:
+    value = parent.get(key)
+    if not is_int(value) or not 0 <= value <= MAX_INT:
+        raise Refused(f"{field or key} must be a non-negative integer, got {describe(value)}")
+    return value
+
+
+def is_int(value: object) -> TypeGuard[int]:
+    # JSON true/false decode to bool, a subclass of int: never an id.
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def describe(value: object) -> str:
+    """A short, safe description of a bad value for a refusal's reason."""
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool | int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return repr(value[:40])
+    return type(value).__name__
+
+
 _HANDLERS = {
     "ping": _ping,
     "workflow_run": _workflow_run,
     "workflow_job": _workflow_job,
     "pull_request": _pull_request,
-    "issue_comment": on_issue_comment,
-    "installation": on_installation,
-    "installation_repositories": on_installation_repositories,
+    "issue_comment": _issue_comment,
+    "installation": _installation,
+    "installation_repositories": _installation_repositories,
 }
 HANDLED_EVENTS = frozenset(_HANDLERS)
