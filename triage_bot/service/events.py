@@ -99,44 +99,44 @@ def _ping(payload: Mapping[str, Any]) -> Decision:
 
 
 def _workflow_run(payload: Mapping[str, Any]) -> Decision:
-    action = read_str(payload, "action")
+    action = _read_str(payload, "action")
     if action != "completed":
         return Decision("ignored", f"workflow_run action {action!r} is not 'completed'")
-    run = read_obj(payload, "workflow_run")
-    conclusion = read_str(run, "conclusion", "workflow_run.conclusion")
+    run = _read_obj(payload, "workflow_run")
+    conclusion = _read_str(run, "conclusion", "workflow_run.conclusion")
     if conclusion == "success":
         return _passed(payload, run)
     if conclusion not in FAILING_RUN_CONCLUSIONS:
         return Decision("ignored", f"workflow_run conclusion {conclusion!r} needs no triage")
-    repo = read_repo(payload)
+    repo = _read_repo(payload)
     prs = _pull_request_numbers(run, payload)
     job = _triage_job(payload, run, "workflow_run", repo, conclusion)
     job.update(
         head_repo=_head_repo(run),
         pull_requests=prs,
         find_pr=not prs,
-        workflow=read_opt_str(run, "name", "workflow_run.name"),
+        workflow=_read_opt_str(run, "name", "workflow_run.name"),
     )
     return _triage_decision(job, f"run {job['run_id']} of {repo} ended in {conclusion}")
 
 
 def _workflow_job(payload: Mapping[str, Any]) -> Decision:
-    action = read_str(payload, "action")
+    action = _read_str(payload, "action")
     if action != "completed":
         return Decision("ignored", f"workflow_job action {action!r} is not 'completed'")
-    wjob = read_obj(payload, "workflow_job")
-    conclusion = read_opt_str(wjob, "conclusion", "workflow_job.conclusion")
+    wjob = _read_obj(payload, "workflow_job")
+    conclusion = _read_opt_str(wjob, "conclusion", "workflow_job.conclusion")
     if conclusion not in FAILING_JOB_CONCLUSIONS:
         return Decision("ignored", f"workflow_job conclusion {conclusion!r} needs no triage")
-    repo = read_repo(payload)
+    repo = _read_repo(payload)
     job = _triage_job(payload, wjob, "workflow_job", repo, "failure")
     job.update(
         head_repo=None,
         pull_requests=[],  # the event carries none: the worker finds them by branch and SHA
         find_pr=True,
-        workflow=read_opt_str(wjob, "workflow_name", "workflow_job.workflow_name"),
-        workflow_job_id=read_int(wjob, "id", "workflow_job.id"),
-        workflow_job_name=read_opt_str(wjob, "name", "workflow_job.name"),
+        workflow=_read_opt_str(wjob, "workflow_name", "workflow_job.workflow_name"),
+        workflow_job_id=_read_int(wjob, "id", "workflow_job.id"),
+        workflow_job_name=_read_opt_str(wjob, "name", "workflow_job.name"),
     )
     return _triage_decision(job, f"job {job['workflow_job_id']} of run {job['run_id']} failed")
 
@@ -144,18 +144,17 @@ def _workflow_job(payload: Mapping[str, Any]) -> Decision:
 def _triage_job(
     payload: Mapping[str, Any], source: Mapping[str, Any], trigger: str, repo: str, conclusion: str
 ) -> dict[str, Any]:
-    prefix = trigger
     run_id_field = "id" if trigger == "workflow_run" else "run_id"
-    attempt = _attempt(source, prefix)
+    attempt = _attempt(source, trigger)
     return {
         "kind": "triage",
         "trigger": trigger,
         "repo": repo,
-        "installation_id": read_installation_id(payload),
-        "run_id": read_int(source, run_id_field, f"{prefix}.{run_id_field}"),
+        "installation_id": _read_installation_id(payload),
+        "run_id": _read_int(source, run_id_field, f"{trigger}.{run_id_field}"),
         "run_attempt": attempt,
-        "head_sha": read_str(source, "head_sha", f"{prefix}.head_sha"),
-        "head_branch": read_opt_str(source, "head_branch", f"{prefix}.head_branch"),
+        "head_sha": _read_str(source, "head_sha", f"{trigger}.head_sha"),
+        "head_branch": _read_opt_str(source, "head_branch", f"{trigger}.head_branch"),
         "conclusion": conclusion,
         "workflow_job_id": None,
         "workflow_job_name": None,
@@ -165,23 +164,23 @@ def _triage_job(
 def _passed(payload: Mapping[str, Any], run: Mapping[str, Any]) -> Decision:
     """A passing run may clear its workflow's failing section of a comment (a re-run that
     passed); the worker looks in the database first, so most of these cost no GitHub call."""
-    repo = read_repo(payload)
+    repo = _read_repo(payload)
     job = {
         "kind": "passed",
         "repo": repo,
-        "installation_id": read_installation_id(payload),
-        "run_id": read_int(run, "id", "workflow_run.id"),
+        "installation_id": _read_installation_id(payload),
+        "run_id": _read_int(run, "id", "workflow_run.id"),
         "run_attempt": _attempt(run, "workflow_run"),
-        "head_sha": read_str(run, "head_sha", "workflow_run.head_sha"),
-        "workflow_id": read_int(run, "workflow_id", "workflow_run.workflow_id"),
-        "url": read_opt_str(run, "html_url", "workflow_run.html_url"),
+        "head_sha": _read_str(run, "head_sha", "workflow_run.head_sha"),
+        "workflow_id": _read_int(run, "workflow_id", "workflow_run.workflow_id"),
+        "url": _read_opt_str(run, "html_url", "workflow_run.html_url"),
     }
     return Decision("job", f"run {job['run_id']} of {repo} passed", job=job)
 
 
 def _attempt(source: Mapping[str, Any], prefix: str) -> int:
     attempt = source.get("run_attempt", 1)  # absent on older GitHub Enterprise Servers
-    if not is_int(attempt) or not 1 <= attempt <= MAX_INT:
+    if not _is_int(attempt) or not 1 <= attempt <= MAX_INT:
         raise Refused(f"{prefix}.run_attempt must be a positive integer, got {attempt!r}")
     return attempt
 
@@ -192,18 +191,18 @@ def _triage_decision(job: dict[str, Any], reason: str) -> Decision:
 
 
 def _pull_request(payload: Mapping[str, Any]) -> Decision:
-    action = read_str(payload, "action")
+    action = _read_str(payload, "action")
     if action != "synchronize":
         return Decision("ignored", f"pull_request action {action!r} changes no comment")
-    repo = read_repo(payload)
-    number = read_int(payload, "number")
+    repo = _read_repo(payload)
+    number = _read_int(payload, "number")
     job = {
         "kind": "outdated",
         "repo": repo,
-        "installation_id": read_installation_id(payload),
+        "installation_id": _read_installation_id(payload),
         "pr_number": number,
-        "before": read_str(payload, "before"),
-        "after": read_str(payload, "after"),
+        "before": _read_str(payload, "before"),
+        "after": _read_str(payload, "after"),
     }
     return Decision("job", f"{repo}#{number} has a new head commit", job=job)
 
@@ -217,13 +216,13 @@ def _head_repo(run: Mapping[str, Any]) -> str | None:
 def _pull_request_numbers(run: Mapping[str, Any], payload: Mapping[str, Any]) -> list[int]:
     prs = run.get("pull_requests", [])
     if not isinstance(prs, list):
-        raise Refused(f"workflow_run.pull_requests must be a list, got {describe(prs)}")
-    repo_id = read_obj(payload, "repository").get("id")
+        raise Refused(f"workflow_run.pull_requests must be a list, got {_describe(prs)}")
+    repo_id = _read_obj(payload, "repository").get("id")
     numbers: list[int] = []
     for index, pr in enumerate(prs):
         if not isinstance(pr, Mapping):
             raise Refused(f"workflow_run.pull_requests[{index}] must be an object")
-        number = read_int(pr, "number", f"workflow_run.pull_requests[{index}].number")
+        number = _read_int(pr, "number", f"workflow_run.pull_requests[{index}].number")
         # GitHub also lists pull requests of *other* repositories whose head matches (a fork's
         # run lists the upstream's PRs). Commenting with that number here would land on an
         # unrelated PR of this repository, so keep only PRs whose base is this repository.
@@ -243,16 +242,16 @@ def _base_repo_id(pr: Mapping[str, Any]) -> object:
 
 
 def _issue_comment(payload: Mapping[str, Any]) -> Decision:
-    action = read_str(payload, "action")
+    action = _read_str(payload, "action")
     if action != "created":
         # An edited comment is not run again: editing one's own comment must not re-run jobs.
         return Decision("ignored", f"issue_comment action {action!r}: only new comments count")
-    issue = read_obj(payload, "issue")
+    issue = _read_obj(payload, "issue")
     if issue.get("pull_request") is None:
         return Decision("ignored", "the comment is on an issue, not a pull request")
-    comment = read_obj(payload, "comment")
-    author = read_obj(comment, "user", "comment.user")
-    login = read_str(author, "login", "comment.user.login")
+    comment = _read_obj(payload, "comment")
+    author = _read_obj(comment, "user", "comment.user")
+    login = _read_str(author, "login", "comment.user.login")
     if _is_bot(author) or _is_bot(payload.get("sender")):
         return Decision("ignored", f"comments by bots are ignored ({login})")
     body = comment.get("body")
@@ -261,13 +260,13 @@ def _issue_comment(payload: Mapping[str, Any]) -> Decision:
     command = find_command(body)
     if command is None:
         return Decision("ignored", "the comment holds no /triage command")
-    repo, number = read_repo(payload), read_int(issue, "number", "issue.number")
+    repo, number = _read_repo(payload), _read_int(issue, "number", "issue.number")
     job = {
         "kind": "command",
         "repo": repo,
-        "installation_id": read_installation_id(payload),
+        "installation_id": _read_installation_id(payload),
         "pr_number": number,
-        "comment_id": read_int(comment, "id", "comment.id"),
+        "comment_id": _read_int(comment, "id", "comment.id"),
         "author": login,
         "body": body,
     }
@@ -286,9 +285,9 @@ def _is_bot(user: object) -> bool:
 
 
 def _installation(payload: Mapping[str, Any]) -> Decision:
-    action = read_str(payload, "action")
-    inst = read_obj(payload, "installation")
-    inst_id = read_int(inst, "id", "installation.id")
+    action = _read_str(payload, "action")
+    inst = _read_obj(payload, "installation")
+    inst_id = _read_int(inst, "id", "installation.id")
     if action == "deleted":
         change = InstallationChange("delete", inst_id)
         return Decision("record", f"installation {inst_id} deleted", installation=change)
@@ -301,7 +300,7 @@ def _installation(payload: Mapping[str, Any]) -> Decision:
         account=_account(inst),
         # suspend/unsuspend carry no repository list: keep the one we have
         repos=_repo_names(repos, "repositories") if repos is not None else (),
-        repository_selection=read_opt_str(
+        repository_selection=_read_opt_str(
             inst, "repository_selection", "installation.repository_selection"
         ),
         suspended=_suspended(action, inst),
@@ -310,17 +309,17 @@ def _installation(payload: Mapping[str, Any]) -> Decision:
 
 
 def _installation_repositories(payload: Mapping[str, Any]) -> Decision:
-    action = read_str(payload, "action")
+    action = _read_str(payload, "action")
     if action not in ("added", "removed"):
         return Decision("ignored", f"installation_repositories action {action!r} is unknown")
-    inst = read_obj(payload, "installation")
+    inst = _read_obj(payload, "installation")
     field = f"repositories_{action}"
     change = InstallationChange(
         "add_repos" if action == "added" else "remove_repos",
-        read_int(inst, "id", "installation.id"),
+        _read_int(inst, "id", "installation.id"),
         account=_account(inst),
         repos=_repo_names(payload.get(field), field),
-        repository_selection=read_opt_str(payload, "repository_selection"),
+        repository_selection=_read_opt_str(payload, "repository_selection"),
     )
     reason = f"installation {change.installation_id}: {len(change.repos)} repositories {action}"
     return Decision("record", reason, installation=change)
@@ -342,58 +341,58 @@ def _account(inst: Mapping[str, Any]) -> str | None:
 
 def _repo_names(value: object, field: str) -> tuple[str, ...]:
     if not isinstance(value, list):
-        raise Refused(f"{field} must be a list, got {describe(value)}")
+        raise Refused(f"{field} must be a list, got {_describe(value)}")
     names = []
     for index, item in enumerate(value):
         if not isinstance(item, Mapping):
-            raise Refused(f"{field}[{index}] must be an object, got {describe(item)}")
-        names.append(read_full_name(item, f"{field}[{index}].full_name"))
+            raise Refused(f"{field}[{index}] must be an object, got {_describe(item)}")
+        names.append(_read_full_name(item, f"{field}[{index}].full_name"))
     return tuple(names)
 
 
 # -- reading fields: typed, bounded, or refused with the field's name
 
 
-def read_repo(payload: Mapping[str, Any]) -> str:
-    return read_full_name(read_obj(payload, "repository"), "repository.full_name")
+def _read_repo(payload: Mapping[str, Any]) -> str:
+    return _read_full_name(_read_obj(payload, "repository"), "repository.full_name")
 
 
-def read_full_name(obj: Mapping[str, Any], field: str) -> str:
+def _read_full_name(obj: Mapping[str, Any], field: str) -> str:
     name = obj.get("full_name")
     if not isinstance(name, str) or not REPO_NAME.fullmatch(name):
-        raise Refused(f"{field} must be 'owner/name', got {describe(name)}")
+        raise Refused(f"{field} must be 'owner/name', got {_describe(name)}")
     return name
 
 
-def read_installation_id(payload: Mapping[str, Any]) -> int | None:
+def _read_installation_id(payload: Mapping[str, Any]) -> int | None:
     inst = payload.get("installation")
     if inst is None:
         return None  # webhooks of a repository hook carry none; the worker looks it up
     if not isinstance(inst, Mapping):
-        raise Refused(f"installation must be an object, got {describe(inst)}")
-    return read_int(inst, "id", "installation.id")
+        raise Refused(f"installation must be an object, got {_describe(inst)}")
+    return _read_int(inst, "id", "installation.id")
 
 
-def read_obj(parent: Mapping[str, Any], key: str, field: str | None = None) -> Mapping[str, Any]:
+def _read_obj(parent: Mapping[str, Any], key: str, field: str | None = None) -> Mapping[str, Any]:
     value = parent.get(key)
     if not isinstance(value, Mapping):
-        raise Refused(f"{field or key} must be an object, got {describe(value)}")
+        raise Refused(f"{field or key} must be an object, got {_describe(value)}")
     return value
 
 
-def read_str(parent: Mapping[str, Any], key: str, field: str | None = None) -> str:
+def _read_str(parent: Mapping[str, Any], key: str, field: str | None = None) -> str:
     value = parent.get(key)
     if not isinstance(value, str) or not value:
-        raise Refused(f"{field or key} must be a non-empty string, got {describe(value)}")
+        raise Refused(f"{field or key} must be a non-empty string, got {_describe(value)}")
     return _checked_text(value, field or key)
 
 
-def read_opt_str(parent: Mapping[str, Any], key: str, field: str | None = None) -> str | None:
+def _read_opt_str(parent: Mapping[str, Any], key: str, field: str | None = None) -> str | None:
     value = parent.get(key)
     if value is None:
         return None
     if not isinstance(value, str):
-        raise Refused(f"{field or key} must be a string or null, got {describe(value)}")
+        raise Refused(f"{field or key} must be a string or null, got {_describe(value)}")
     return _checked_text(value, field or key)
 
 
@@ -414,19 +413,19 @@ def is_storable_text(value: str, limit: int = MAX_TEXT) -> bool:
     return True
 
 
-def read_int(parent: Mapping[str, Any], key: str, field: str | None = None) -> int:
+def _read_int(parent: Mapping[str, Any], key: str, field: str | None = None) -> int:
     value = parent.get(key)
-    if not is_int(value) or not 0 <= value <= MAX_INT:
-        raise Refused(f"{field or key} must be a non-negative integer, got {describe(value)}")
+    if not _is_int(value) or not 0 <= value <= MAX_INT:
+        raise Refused(f"{field or key} must be a non-negative integer, got {_describe(value)}")
     return value
 
 
-def is_int(value: object) -> TypeGuard[int]:
+def _is_int(value: object) -> TypeGuard[int]:
     # JSON true/false decode to bool, a subclass of int: never an id.
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def describe(value: object) -> str:
+def _describe(value: object) -> str:
     """A short, safe description of a bad value for a refusal's reason."""
     if value is None:
         return "nothing"

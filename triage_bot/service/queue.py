@@ -83,7 +83,7 @@ class QueueOptions:
     lease: float = 60.0  # seconds a worker may go without a heartbeat before others take over
     stale_after: float = 300.0  # seconds a due job may sit queued before it is pushed again
     sweep_interval: float = 15.0
-    poll_interval: float = 0.25  # longest wait of an idle SQLite consumer before it looks again
+    poll_interval: float = 0.25  # longest wait between a consumer's looks when the queue failed
     outage: OutagePolicy | None = None  # None: the settings' (TRIAGE_OUTAGE_*), else defaults
 
 
@@ -119,11 +119,9 @@ class JobQueue:
 
     # -- producing ---------------------------------------------------------------------------
 
-    def enqueue(
-        self, kind: str, payload: dict[str, Any], coalesce_key: str | None = None, job_id: str = ""
-    ) -> str:
+    def enqueue(self, kind: str, payload: dict[str, Any]) -> str:
         """Record a job in the ledger and push it; the id of the job that will run it."""
-        job_id, created = self.store.jobs.create(NewJob(kind, payload, coalesce_key, job_id))
+        job_id, created = self.store.jobs.create(NewJob(kind, payload))
         if created:
             self.push(job_id, kind, payload)
         return job_id
@@ -215,7 +213,7 @@ class JobQueue:
         owner: str,
         error: Exception,
         elapsed: float,
-        last_outage_try: bool = True,
+        last_outage_try: bool,
     ) -> None:
         text = f"{type(error).__name__}: {error}"[:MAX_ERROR_CHARS]
         deferral = getattr(error, "retry_in", None)
