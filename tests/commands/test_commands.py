@@ -22,8 +22,7 @@ from triage_bot.commands.commands import Command, find_command, parse_line
 from triage_bot.core.render import COMMENT_MARKER
 from triage_bot.repo.repo_config import RepoConfig
 from triage_bot.service.events import decide
-from triage_bot.service.handler import handle_job
-from triage_bot.service.job_handler import JobContext
+from triage_bot.service.handler import JobContext, handle_job
 from triage_bot.triage.pipeline import triage_job
 
 __all__ = ["world"]  # fixtures

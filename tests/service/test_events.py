@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from jsonschema import Draft7Validator
 from referencing import Registry, Resource
 
-from triage_bot.service.event_decision import InstallationChange
 from triage_bot.service.events import HANDLED_EVENTS, decide
+from triage_bot.store.store_installations import InstallationChange
 
 EXAMPLES = GITHUB_DATA / "webhooks"
 SCHEMAS = GITHUB_DATA / "webhook-schemas"

@@ -20,14 +20,14 @@ import pytest
 from prometheus_client import REGISTRY
 from services import create_database, db_url, drop_database, queue_url, start_postgres
 
-from triage_bot.service.event_decision import InstallationChange
-from triage_bot.service.job_handler import JobContext, PermanentJobError, RetryLater, set_handler
+from triage_bot.service.handler import JobContext, PermanentJobError, RetryLater
 from triage_bot.service.queue import JobQueue, QueueOptions
 from triage_bot.service.queue_transport import huey_for_url
 from triage_bot.service.worker import EmbeddedWorker
 from triage_bot.store.failure_records import JobFailure, TriagedRun
 from triage_bot.store.ledger import NewJob
 from triage_bot.store.store import Store
+from triage_bot.store.store_installations import InstallationChange
 from triage_bot.store.store_locks import LockTimeout
 
 __all__ = ["db_url", "queue_url"]  # fixtures
@@ -285,18 +285,14 @@ def test_enqueued_job_is_run_by_a_real_consumer(stack: tuple[Store, str]) -> Non
 def test_a_failing_job_is_retried_then_succeeds(stack: tuple[Store, str]) -> None:
     store, url = stack
     handler = Recorder(failures=1)
-    set_handler(handler)  # the registry path, as triage_bot.triage.pipeline will use it
+    queue = JobQueue(huey_for_url(url, read_timeout=0.1), store, FAST, handler=handler)
+    retries = metric("triage_bot_job_retries_total", kind="triage")
+    job_id = queue.enqueue("triage", dict(TRIAGE))
+    worker = running(queue)
     try:
-        queue = JobQueue(huey_for_url(url, read_timeout=0.1), store, FAST)
-        retries = metric("triage_bot_job_retries_total", kind="triage")
-        job_id = queue.enqueue("triage", dict(TRIAGE))
-        worker = running(queue)
-        try:
-            wait_for(lambda: _status(store, job_id) == "done")
-        finally:
-            worker.stop()
+        wait_for(lambda: _status(store, job_id) == "done")
     finally:
-        set_handler("triage_bot.service.handler:handle_job")
+        worker.stop()
     assert [attempt for _, attempt in handler.calls] == [1, 2]
     assert metric("triage_bot_job_retries_total", kind="triage") == retries + 1
     record = store.jobs.get(job_id)

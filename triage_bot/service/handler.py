@@ -1,19 +1,67 @@
-"""The queue's handler (job_handler.DEFAULT_HANDLER): a job's payload goes by its kind to the
-triage pipeline ("triage", "passed", "outdated": triage/pipeline.py) or to a `/triage` command
-(commands/command_job.py). A GitHub rate limit becomes a RetryLater, spent in the queue's
-schedule rather than in a worker thread; a refusal no retry cures becomes a PermanentJobError.
+"""What a job handler is, and the one the queue runs: the contract between the queue
+(queue.py) and the code that does a job's work.
+
+A handler is called as `handler(payload, context)` and returns the report (a JSON-ready dict)
+for triage jobs, or None. It raises PermanentJobError for a failure no retry cures, and
+RetryLater (or any error with a numeric `retry_in`) to be run again later without using an
+attempt.
+
+`handle_job`, the queue's handler unless another is given (tests give their own), sends a
+job's payload by its kind to the triage pipeline ("triage", "passed", "outdated":
+triage/pipeline.py) or to a `/triage` command (commands/command_job.py). A GitHub rate limit
+becomes a RetryLater, spent in the queue's schedule rather than in a worker thread; a refusal
+no retry cures becomes a PermanentJobError.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from triage_bot.commands.command_job import command_job
-from triage_bot.config import environment, load_settings
+from triage_bot.config import Settings, environment, load_settings
 from triage_bot.github_api.github import ClientOptions, GitHubStatusError, RateLimited
-from triage_bot.service.job_handler import JobContext, PermanentJobError, RetryLater
+from triage_bot.store.store import Store
 from triage_bot.triage.pipeline import triage_job
 from triage_bot.triage.sticky_comment import outdated_job, passed_job
+
+
+class PermanentJobError(Exception):
+    """Raised by a handler for a failure that retrying cannot cure (e.g. the repo is gone)."""
+
+
+class RetryLater(Exception):
+    """Raised by a handler to run the job again in `retry_in` seconds, not as a failure.
+
+    Any exception with a numeric `retry_in` attribute is treated the same way, which is how
+    the GitHub client's RateLimited reaches the queue without it knowing about it: a long
+    rate-limit wait is spent in the queue's schedule, not holding a worker thread.
+    """
+
+    def __init__(self, retry_in: float, reason: str = "deferred") -> None:
+        super().__init__(f"{reason}: run again in {retry_in:.0f}s")
+        self.retry_in = retry_in
+
+
+@dataclass(frozen=True)
+class JobContext:
+    """What a handler gets beside the payload."""
+
+    job_id: str
+    attempt: int  # 1 for the first run
+    store: Store
+    settings: Settings | None
+    dry_run: bool  # render and log the comment, post nothing
+    lease_lost: threading.Event  # set when another worker took the job over (rare)
+    # False on the try at the end of the outage budget (queue.py): a log its host still will
+    # not serve is then noted in the comment, instead of LogsUnavailable putting the job off.
+    logs_may_wait: bool = True
+
+
+# handler(payload, context) -> the report (a JSON-ready dict) for triage jobs, or None.
+Handler = Callable[[dict[str, Any], JobContext], "dict[str, Any] | None"]
 
 
 def handle_job(

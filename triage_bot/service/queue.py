@@ -43,8 +43,8 @@ starts, done with the handler's return value as the report, failed with the erro
 
 Running workers (threads in `serve`, or `triage-bot worker`) is triage_bot.service.worker's part.
 
-The handler, what it gets and what it may raise are job_handler.py's: the handler is looked
-up when a job runs, `triage_bot.service.handler:handle_job` unless set_handler named another.
+The handler, what it gets and what it may raise are handler.py's: `handle_job` unless the
+queue was given another.
 """
 
 from __future__ import annotations
@@ -58,15 +58,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-import redis
-
 from triage_bot import metrics
 from triage_bot.config import Settings
 from triage_bot.github_api.outage import OutagePolicy, outage_reason
-from triage_bot.service.job_handler import Handler, resolve_handler
-from triage_bot.service.job_handler import JobContext as JobContext  # re-exported for handlers
-from triage_bot.service.job_handler import PermanentJobError as PermanentJobError
-from triage_bot.service.job_handler import RetryLater as RetryLater
+from triage_bot.service.handler import Handler, JobContext, PermanentJobError, handle_job
 from triage_bot.service.queue_transport import make_huey
 from triage_bot.store.ledger import JobRecord, NewJob, outage_error
 from triage_bot.store.schema import now
@@ -88,7 +83,7 @@ class QueueOptions:
     lease: float = 60.0  # seconds a worker may go without a heartbeat before others take over
     stale_after: float = 300.0  # seconds a due job may sit queued before it is pushed again
     sweep_interval: float = 15.0
-    poll_interval: float = 0.25  # longest wait of an idle SQLite consumer before it looks again
+    poll_interval: float = 0.25  # longest wait between a consumer's looks when the queue failed
     outage: OutagePolicy | None = None  # None: the settings' (TRIAGE_OUTAGE_*), else defaults
 
 
@@ -99,7 +94,7 @@ class JobQueue:
         store: Store,
         options: QueueOptions | None = None,
         *,
-        handler: Handler | str | None = None,
+        handler: Handler | None = None,
         settings: Settings | None = None,
         dry_run: bool = False,
     ) -> None:
@@ -108,7 +103,7 @@ class JobQueue:
         self.options = options or QueueOptions()
         self.settings = settings
         self.dry_run = dry_run
-        self._handler = handler
+        self.handler = handler or handle_job
         self.outage = self.options.outage or (
             OutagePolicy.from_settings(settings) if settings is not None else OutagePolicy()
         )
@@ -122,17 +117,11 @@ class JobQueue:
     ) -> JobQueue:
         return cls(make_huey(settings), store, options, settings=settings, **kw)
 
-    def handler(self) -> Handler:
-        """This queue's handler, else the registered one; ImportError when it cannot load."""
-        return resolve_handler(self._handler)
-
     # -- producing ---------------------------------------------------------------------------
 
-    def enqueue(
-        self, kind: str, payload: dict[str, Any], coalesce_key: str | None = None, job_id: str = ""
-    ) -> str:
+    def enqueue(self, kind: str, payload: dict[str, Any]) -> str:
         """Record a job in the ledger and push it; the id of the job that will run it."""
-        job_id, created = self.store.jobs.create(NewJob(kind, payload, coalesce_key, job_id))
+        job_id, created = self.store.jobs.create(NewJob(kind, payload))
         if created:
             self.push(job_id, kind, payload)
         return job_id
@@ -152,14 +141,6 @@ class JobQueue:
 
     def scheduled(self) -> int:
         return int(self.huey.scheduled_count())
-
-    def ping(self) -> None:
-        """Raise when the queue's storage cannot be reached."""
-        conn = getattr(self.huey.storage, "conn", None)
-        if isinstance(conn, redis.Redis):
-            conn.ping()
-        else:
-            self.huey.pending_count()
 
     def sweep(self) -> int:
         """Push again the jobs no worker will run otherwise; how many were pushed."""
@@ -214,7 +195,7 @@ class JobQueue:
             if triage is not None:
                 self.store.start_triage(*triage, str(payload.get("head_sha", "")), _pr(payload))
             with under_job_lease(record.id, owner):
-                result = self.handler()(payload, context)
+                result = self.handler(payload, context)
         except Exception as error:
             self._failed(record, owner, error, time.monotonic() - started, last_outage_try)
             return
@@ -232,7 +213,7 @@ class JobQueue:
         owner: str,
         error: Exception,
         elapsed: float,
-        last_outage_try: bool = True,
+        last_outage_try: bool,
     ) -> None:
         text = f"{type(error).__name__}: {error}"[:MAX_ERROR_CHARS]
         deferral = getattr(error, "retry_in", None)

@@ -50,9 +50,7 @@ from starlette.routing import Route
 from triage_bot import metrics
 from triage_bot.config import Settings, configure_logging
 from triage_bot.service import events
-from triage_bot.service.event_decision import Decision
-from triage_bot.service.job_handler import Handler
-from triage_bot.service.payload_fields import is_storable_text
+from triage_bot.service.handler import Handler
 from triage_bot.service.queue import JobQueue, QueueOptions
 from triage_bot.service.queue_transport import check_writable
 from triage_bot.service.worker import EmbeddedWorker
@@ -195,7 +193,7 @@ class _Webhook:
         return _STATUS[decision.outcome], answer
 
     def _accept(
-        self, delivery: str, event: str, payload: dict[str, Any], decision: Decision
+        self, delivery: str, event: str, payload: dict[str, Any], decision: events.Decision
     ) -> Acceptance:
         job = None
         if decision.job is not None:
@@ -257,7 +255,7 @@ def _payload(body: bytes, content_type: str) -> dict[str, Any]:
 
 def _action(payload: dict[str, Any]) -> str | None:
     action = payload.get("action")
-    if isinstance(action, str) and is_storable_text(action, 100):
+    if isinstance(action, str) and events.is_storable_text(action, 100):
         return action
     return None
 
@@ -337,7 +335,7 @@ def serve(
     *,
     workers: int = 2,
     dry_run: bool = False,
-    handler: Handler | str | None = None,
+    handler: Handler | None = None,
     options: QueueOptions | None = None,
 ) -> None:
     """`triage-bot serve`: the web server, and unless worker=False the worker, until signalled."""

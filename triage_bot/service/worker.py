@@ -16,7 +16,7 @@ from typing import Any
 from huey.consumer import Consumer  # type: ignore[import-untyped]
 
 from triage_bot.config import Settings, configure_logging
-from triage_bot.service.job_handler import Handler
+from triage_bot.service.handler import Handler
 from triage_bot.service.queue import JobQueue, QueueOptions
 from triage_bot.store.store import Store
 from triage_bot.triage.run import warm_up
@@ -29,8 +29,8 @@ def consumer_options(queue: JobQueue, workers: int) -> dict[str, Any]:
         "workers": workers,
         "worker_type": "thread",
         "periodic": False,
-        # Both queues block in dequeue (Redis's pop; sqlite_queue's wait for a push), so these
-        # only space out the looks after the queue failed to answer.
+        # Both queues block in dequeue (Redis's pop; WakingSqliteStorage's wait for a push), so
+        # these only space out the looks after the queue failed to answer.
         "initial_delay": 0.05,
         "backoff": 1.5,
         "max_delay": queue.options.poll_interval,
@@ -40,11 +40,10 @@ def consumer_options(queue: JobQueue, workers: int) -> dict[str, Any]:
 
 
 class Sweeper:
-    """Runs JobQueue.sweep at start and then every `interval` seconds, in a daemon thread."""
+    """Runs JobQueue.sweep at start and then every sweep_interval seconds, in a daemon thread."""
 
-    def __init__(self, queue: JobQueue, interval: float | None = None) -> None:
+    def __init__(self, queue: JobQueue) -> None:
         self.queue = queue
-        self.interval = queue.options.sweep_interval if interval is None else interval
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="job-sweeper", daemon=True)
 
@@ -62,7 +61,7 @@ class Sweeper:
                 self.queue.sweep()
             except Exception:  # the database or queue is down: try again next round
                 log.exception("job sweep failed")
-            if self._stop.wait(self.interval):
+            if self._stop.wait(self.queue.options.sweep_interval):
                 return
 
 
@@ -77,7 +76,6 @@ class EmbeddedWorker:
     """Worker threads and the sweeper inside the current process (for `triage-bot serve`)."""
 
     def __init__(self, queue: JobQueue, workers: int = 2) -> None:
-        queue.handler()  # fail at start, not on the first job
         self.queue = queue
         self.consumer = _InProcessConsumer(queue.huey, **consumer_options(queue, workers))
         self.sweeper = Sweeper(queue)
@@ -101,7 +99,7 @@ def run_worker(
     workers: int = 2,
     *,
     options: QueueOptions | None = None,
-    handler: Handler | str | None = None,
+    handler: Handler | None = None,
     dry_run: bool = False,
 ) -> None:
     """`triage-bot worker`: run jobs until SIGTERM (graceful) or SIGINT; blocks."""
@@ -109,7 +107,6 @@ def run_worker(
     configure_logging(settings.log_level)
     store = Store(settings.database_url)
     queue = JobQueue.from_settings(settings, store, options, handler=handler, dry_run=dry_run)
-    queue.handler()  # fail at start, not on the first job
     warm_up()
     sweeper = Sweeper(queue).start()
     log.info(

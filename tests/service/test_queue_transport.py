@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from triage_bot.service.sqlite_queue import WakingSqliteStorage
+from triage_bot.service.queue_transport import WakingSqliteStorage
 
 
 def _storage(path: Path, poll_interval: float) -> WakingSqliteStorage:
