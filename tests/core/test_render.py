@@ -6,9 +6,10 @@ import re
 
 from helpers import run_log
 
+from triage_bot.core.redact import redact
 from triage_bot.core.render import COMMENT_MARKER, MAX_COMMENT_CHARS, render_comment, render_text
 from triage_bot.core.report import Job, build_report, report_json
-from triage_bot.core.sanitize import code_block, code_span, escape_text, redact
+from triage_bot.core.sanitize import code_span, escape_text, fill_slots, slot
 
 HOSTILE = (
     "ModuleNotFoundError: No module named 'evil'\n"
@@ -45,7 +46,7 @@ def test_secrets_are_redacted_everywhere() -> None:
 
 def test_log_text_cannot_break_out_of_its_code_block() -> None:
     evidence = "before\n````\n**bold** @octocat\n```"
-    block = code_block(evidence)
+    block = fill_slots(f"```text\n{slot(0)}\n```", [evidence])  # the `block` filter's form
     fence = block.split("\n", 1)[0].removesuffix("text")
     assert len(fence) == 5
     assert block.endswith("\n" + fence)

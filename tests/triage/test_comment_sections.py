@@ -13,8 +13,7 @@ from fakegithub.models import WorkflowRun
 from services import db_url  # noqa: F401  (a fixture: SQLite and PostgreSQL)
 
 from triage.test_pipeline import FAST, THREE, World, failed_run, new_world, triage
-from triage_bot.core.markdown_cut import cut_markdown
-from triage_bot.core.render import MAX_COMMENT_CHARS, compose_comment
+from triage_bot.core.render import MAX_COMMENT_CHARS, compose_comment, cut_markdown
 from triage_bot.store.comment_sections import Section
 from triage_bot.store.store import Store
 from triage_bot.triage.sticky_comment import passed_job
