@@ -289,11 +289,6 @@ def _cuts(line: str) -> list[str]:
     return [line[:end] for end in ends[::step][-_CUTS_PER_EXAMPLE:]]
 
 
-def adversarial_inputs(signature: Signature, size: int = LINEAR_SIZES[1]) -> list[str]:
-    """The adversarial lines of `adversarial_probes`, each run `size` characters long."""
-    return [probe.text(size) for probe in adversarial_probes(signature)]
-
-
 def _cpu_cost(pattern: regex.Pattern[str], text: str, limit_s: float) -> float:
     start = time.thread_time()
     cpu_search(pattern, text, limit_s)

@@ -35,7 +35,7 @@ from triage_bot.core.engine import (
     choose_engine,
 )
 from triage_bot.core.log_tail import TailGate
-from triage_bot.core.log_windows import LineCounter, clip, lines_after, lines_ending_at
+from triage_bot.core.logs import LineCounter, clip, lines_after, lines_ending_at
 from triage_bot.core.regex_shapes import cpu_search, top_level_branches
 
 MAX_DISTINCT_MATCHES = 100
