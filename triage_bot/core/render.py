@@ -192,7 +192,6 @@ def _group_view(group: Group, detail: Detail) -> dict[str, Any]:
         "summary": summary,
         "fix": fix if detail.fix else "",
         "retry": group.signature.retry,
-        "references": group.signature.references,
         "job_count": len(group.jobs),
         "jobs": [{"name": j.name, "url": _url(j.url)} for j in group.jobs[: detail.job_names]],
         "more_jobs": max(0, len(group.jobs) - detail.job_names),
@@ -230,7 +229,6 @@ def _job_view(job: Job) -> dict[str, Any]:
     return {
         "name": job.name,
         "url": _url(job.url),
-        "note": job.note,
         "lines": result.lines,
         "generic": root.signature.title if root is not None else None,
         "fallback": [
@@ -244,7 +242,6 @@ def _context(report: Report, detail: Detail, limit: int | None) -> dict[str, Any
     groups = report.groups[:limit]
     unmatched = report.unmatched
     return {
-        "marker": Safe(COMMENT_MARKER),
         "title": report.title,
         "url": _url(report.url),
         "head_sha": report.head_sha,
