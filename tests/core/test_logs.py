@@ -21,13 +21,15 @@ def test_invalid_utf8_is_replaced_not_fatal() -> None:
     assert text == "bad \ufffd\ufffd bytes"
 
 
-def test_markers_and_line_numbers() -> None:
+def test_lines_of_a_log_in_chunks_cut_anywhere() -> None:
     data = b"2026-10-21T09:12:33.1Z ##[group]Run tests\nplain\n##[error]It broke\nlast"
-    lines = list(logs.iter_lines([data[:7], data[7:30], data[30:]]))
-    assert [line.number for line in lines] == [1, 2, 3, 4]
-    assert lines[0].marker == "group" and lines[0].message == "Run tests"
-    assert lines[2].marker == "error" and lines[2].message == "It broke"
-    assert lines[1].marker is None and lines[3].text == "last"
+    lines = list(logs.raw_lines([data[:7], data[7:30], data[30:]]))
+    assert [logs.normalise(raw) for raw in lines] == [
+        ("2026-10-21T09:12:33.1Z", "##[group]Run tests"),
+        (None, "plain"),
+        (None, "##[error]It broke"),
+        (None, "last"),
+    ]
 
 
 def test_osc_hyperlinks_and_cursor_codes_are_stripped() -> None:

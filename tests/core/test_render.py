@@ -6,9 +6,17 @@ import re
 
 from helpers import run_log
 
-from triage_bot.core.render import COMMENT_MARKER, MAX_COMMENT_CHARS, render_comment, render_text
+from triage_bot.core.redact import redact
+from triage_bot.core.render import (
+    COMMENT_MARKER,
+    MAX_COMMENT_CHARS,
+    compose_comment,
+    cut_markdown,
+    render_comment,
+    render_text,
+)
 from triage_bot.core.report import Job, build_report, report_json
-from triage_bot.core.sanitize import code_block, code_span, escape_text, redact
+from triage_bot.core.sanitize import code_span, escape_text, fill_slots, slot
 
 HOSTILE = (
     "ModuleNotFoundError: No module named 'evil'\n"
@@ -45,7 +53,7 @@ def test_secrets_are_redacted_everywhere() -> None:
 
 def test_log_text_cannot_break_out_of_its_code_block() -> None:
     evidence = "before\n````\n**bold** @octocat\n```"
-    block = code_block(evidence)
+    block = fill_slots(f"```text\n{slot(0)}\n```", [evidence])  # the `block` filter's form
     fence = block.split("\n", 1)[0].removesuffix("text")
     assert len(fence) == 5
     assert block.endswith("\n" + fence)
@@ -103,3 +111,30 @@ def test_a_job_with_only_a_catch_all_is_still_listed() -> None:
     body = render_comment(build_report([result]))
     assert "quiet-job" in body
     assert "No error lines found" in body
+
+
+def _big_section(title: str, blocks: int) -> str:
+    block = "**Evidence**:\n\n```text\n" + "x = 1  # a log line\n" * 60 + "```\n\n"
+    return f"## CI triage: {title}\n\n" + block * blocks
+
+
+def test_sections_that_do_not_fit_share_the_cap_and_are_cut_between_blocks() -> None:
+    small = "## CI triage: Docs\n\n**1 failed job**: 1 known failure.\n\n"
+    sections = [_big_section("CI", 60), small, _big_section("Lint", 60)]
+    assert sum(map(len, sections)) > MAX_COMMENT_CHARS
+    body = compose_comment(sections)
+    assert len(body) <= MAX_COMMENT_CHARS
+    assert small in body  # a short section is whole
+    assert body.count("cut here") == 2  # each long one says it was cut
+    ci, lint = body.index("## CI triage: CI"), body.index("## CI triage: Lint")
+    assert abs((body.index(small) - ci) - (len(body) - lint)) < 4000  # about equal shares
+    # Cut between blocks: every fence is closed, so nothing after it renders as code.
+    assert body.count("```") % 2 == 0
+
+
+def test_a_cut_closes_the_details_it_leaves_open() -> None:
+    text = "## A\n\n<details><summary>Jobs</summary>\n\n" + "- job\n" * 2000 + "\n</details>\n"
+    cut = cut_markdown(text, 3000, "_cut_\n")
+    assert len(cut) <= 3000 and cut.endswith("_cut_\n")
+    assert cut.count("<details>") == cut.count("</details>") == 1
+    assert cut_markdown("short", 100, "_cut_") == "short"

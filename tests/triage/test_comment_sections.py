@@ -1,5 +1,5 @@
 """One comment for every failing workflow of the head commit: each run's section, stored by
-workflow, put together under the comment lock; and the cap on the whole."""
+workflow, put together under the comment lock (the cap on the whole: tests/core/test_render.py)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,6 @@ from fakegithub.models import WorkflowRun
 from services import db_url  # noqa: F401  (a fixture: SQLite and PostgreSQL)
 
 from triage.test_pipeline import FAST, THREE, World, failed_run, new_world, triage
-from triage_bot.core.markdown_cut import cut_markdown
-from triage_bot.core.render import MAX_COMMENT_CHARS, compose_comment
 from triage_bot.store.comment_sections import Section
 from triage_bot.store.store import Store
 from triage_bot.triage.sticky_comment import passed_job
@@ -74,33 +72,6 @@ def test_an_older_attempt_never_replaces_a_newer_one(db_url: str) -> None:  # no
         assert store.sections.of_head(REPO, 7, "a" * 40) == []
     finally:
         store.close()
-
-
-def _big_section(title: str, blocks: int) -> str:
-    block = "**Evidence**:\n\n```text\n" + "x = 1  # a log line\n" * 60 + "```\n\n"
-    return f"## CI triage: {title}\n\n" + block * blocks
-
-
-def test_sections_that_do_not_fit_share_the_cap_and_are_cut_between_blocks() -> None:
-    small = "## CI triage: Docs\n\n**1 failed job**: 1 known failure.\n\n"
-    sections = [_big_section("CI", 60), small, _big_section("Lint", 60)]
-    assert sum(map(len, sections)) > MAX_COMMENT_CHARS
-    body = compose_comment(sections)
-    assert len(body) <= MAX_COMMENT_CHARS
-    assert small in body  # a short section is whole
-    assert body.count("cut here") == 2  # each long one says it was cut
-    ci, lint = body.index("## CI triage: CI"), body.index("## CI triage: Lint")
-    assert abs((body.index(small) - ci) - (len(body) - lint)) < 4000  # about equal shares
-    # Cut between blocks: every fence is closed, so nothing after it renders as code.
-    assert body.count("```") % 2 == 0
-
-
-def test_a_cut_closes_the_details_it_leaves_open() -> None:
-    text = "## A\n\n<details><summary>Jobs</summary>\n\n" + "- job\n" * 2000 + "\n</details>\n"
-    cut = cut_markdown(text, 3000, "_cut_\n")
-    assert len(cut) <= 3000 and cut.endswith("_cut_\n")
-    assert cut.count("<details>") == cut.count("</details>") == 1
-    assert cut_markdown("short", 100, "_cut_") == "short"
 
 
 def passed(world: World, run: WorkflowRun, attempt: int) -> dict[str, Any]:

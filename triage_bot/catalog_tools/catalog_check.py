@@ -181,7 +181,7 @@ def lint_rules(signature: Signature, *, check_cost: bool = True) -> list[Problem
     problems.extend(_prefilter_problems(signature))
     problems.extend(_captures_in_urls(signature))
     if check_cost:
-        problems.extend(_backtracking(signature))
+        problems.extend(linearity_problems(signature))
     return problems
 
 
@@ -289,11 +289,6 @@ def _cuts(line: str) -> list[str]:
     return [line[:end] for end in ends[::step][-_CUTS_PER_EXAMPLE:]]
 
 
-def adversarial_inputs(signature: Signature, size: int = LINEAR_SIZES[1]) -> list[str]:
-    """The adversarial lines of `adversarial_probes`, each run `size` characters long."""
-    return [probe.text(size) for probe in adversarial_probes(signature)]
-
-
 def _cpu_cost(pattern: regex.Pattern[str], text: str, limit_s: float) -> float:
     start = time.thread_time()
     cpu_search(pattern, text, limit_s)
@@ -397,10 +392,6 @@ def _verdict(probe: Probe, small_cost: float, large_cost: float) -> str | None:
             f"{large // small}x the text) on {line}"
         )
     return None
-
-
-def _backtracking(signature: Signature, cpu_deadline: float | None = None) -> list[Problem]:
-    return linearity_problems(signature, cpu_deadline)
 
 
 def cost_problems(signature: Signature, cpu_deadline: float) -> list[Problem]:

@@ -1,7 +1,9 @@
 """What the bot answers to a `/triage` comment: the markdown of a reply comment.
 
 A reply never pings anyone: it says "you", never `@login`, and whatever it repeats of the
-comment or of a job's name is in a code span with every `@` neutralised.
+comment or of a job's name is in a code span with every `@` neutralised. The sticky comment's
+markdown is core/render.py's (with templates/); a reply is built here from the same helpers
+(core/sanitize.py) and the same rendering of a signature's texts (render_signature_text).
 """
 
 from __future__ import annotations

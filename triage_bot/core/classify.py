@@ -25,7 +25,10 @@ from triage_bot.core.classify_results import (
     JobResult,
     Match,
     PatternTimeout,
+    SectionEnd,
+    Steps,
     TimeCut,
+    Weighed,
     group_key,
 )
 from triage_bot.core.engine import (
@@ -35,7 +38,7 @@ from triage_bot.core.engine import (
     choose_engine,
 )
 from triage_bot.core.log_tail import TailGate
-from triage_bot.core.log_windows import LineCounter, clip, lines_after, lines_ending_at
+from triage_bot.core.logs import LineCounter, clip, lines_after, lines_ending_at
 from triage_bot.core.regex_shapes import cpu_search, top_level_branches
 
 MAX_DISTINCT_MATCHES = 100
@@ -43,7 +46,6 @@ MAX_VARIANTS = 50
 MAX_LINE_BYTES = 64 * 1024
 # Pieces smaller than this are gathered before they are classified.
 MIN_BLOCK_BYTES = 512 * 1024
-FALLBACK_LINES = ranking.FALLBACK_LINES
 # A repository's signature is an untrusted regex run on a shared worker: each search may take
 # this much CPU time of the worker's thread (a timeout is no match on that line), and after
 # this many timeouts in one job the signature is skipped for the rest of it. CPU time, not
@@ -184,7 +186,7 @@ class JobClassifier:
         self._section_start = 1
         # The first step whose end was kept past ranking.MAX_SECTIONS (none yet).
         self._cap_from = 1 << 62
-        self._section_ends: dict[int, ranking.SectionEnd] = {}
+        self._section_ends: dict[int, SectionEnd] = {}
         self._failing_section: int | None = None
         self._candidates = ranking.Candidates()
         self._failing_candidates: ranking.Candidates | None = None
@@ -267,7 +269,7 @@ class JobClassifier:
             self._matches.values(),
             key=lambda m: (-m.signature.priority, m.line, self._catalog.rank[m.signature.id]),
         )
-        steps = ranking.Steps(dict(self._section_ends), self._failing_section)
+        steps = Steps(dict(self._section_ends), self._failing_section)
         weighed = ranking.rank(found, steps, self._lines_done)
         for item in weighed:
             item.match.reason = item.reason
@@ -408,7 +410,7 @@ class JobClassifier:
                     self._keep_last_words(block, start, number)
                     if self._api_failing is None and self._in_api_step(timestamp):
                         self._api_failing = self._section
-                self._end_section(number, ranking.SectionEnd(number, failed, clip(text)))
+                self._end_section(number, SectionEnd(number, failed, clip(text)))
 
     def _in_api_step(self, timestamp: str | None) -> bool:
         step = self._api_step
@@ -439,9 +441,9 @@ class JobClassifier:
         before printed no end: it went on (a failed GitHub step ends with `##[error]`; Travis
         runs its set-up unmarked, and stops the job at a set-up command that fails), so it
         counts as passed."""
-        self._end_section(number - 1, ranking.SectionEnd(number - 1, False, ""))
+        self._end_section(number - 1, SectionEnd(number - 1, False, ""))
 
-    def _end_section(self, number: int, end: ranking.SectionEnd) -> None:
+    def _end_section(self, number: int, end: SectionEnd) -> None:
         """The current step ended at line `number`; the next line starts another."""
         failing = end.failed and self._api_failing in (None, self._section)
         if len(self._section_ends) < ranking.MAX_SECTIONS:
@@ -464,7 +466,7 @@ class JobClassifier:
             self._groups.append(logs.GroupMark(number, timestamp, text[len("##[group]") :]))
 
     def _track_error(self, number: int, text: str) -> None:
-        if not text.startswith(_PROCESS_EXIT) and len(self._annotations) < FALLBACK_LINES:
+        if not text.startswith(_PROCESS_EXIT) and len(self._annotations) < ranking.FALLBACK_LINES:
             self._annotations.append(FallbackLine(number, clip(text)))
 
     def _try_signature(
@@ -566,7 +568,7 @@ class JobClassifier:
         return ranking.pick_fallback([*annotations, *failing.all()], first=True, below=below)
 
 
-def _needs_fallback(weighed: list[ranking.Weighed]) -> bool:
+def _needs_fallback(weighed: list[Weighed]) -> bool:
     """No root cause, a catch-all one, a wrapper line with no specific error matched above
     it (one that deferred ranks below that error), or one that ranked first only for want of
     better (a warning, a step that passed): the reader also gets the best-guess lines."""

@@ -34,10 +34,7 @@ from dataclasses import dataclass, field
 
 import regex
 
-from triage_bot.core.classify_results import FallbackLine, Match
-from triage_bot.core.classify_results import SectionEnd as SectionEnd
-from triage_bot.core.classify_results import Steps as Steps
-from triage_bot.core.classify_results import Weighed as Weighed
+from triage_bot.core.classify_results import FallbackLine, Match, Steps, Weighed
 from triage_bot.core.logs import is_bookkeeping
 
 # A wrapper defers to a specific error at most this many lines above it, in the same step:

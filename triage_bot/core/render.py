@@ -1,10 +1,17 @@
-"""Report -> the pull request comment (markdown), the terminal view (text), within GitHub's cap.
+"""The comment's markdown: report -> the pull request comment (and the terminal view, as
+text), within GitHub's cap.
 
-Templates live in templates/. Signature summaries and fixes are templates too, written by
-contributors: they run in a sandbox with a budget (template_budget.py) and StrictUndefined.
+The comment's structure is in templates/ (comment.md.j2 the frame: marker, sections, setup
+problems, commands; section.md.j2 one run's part; passed.md.j2 a run that later passed); this
+module gives them their values and fits the result under the cap: less detail first, then
+fewer failures, then a cut at a block boundary (cut_markdown, below).
+Signature summaries and fixes are templates too, written by contributors: they run in a
+sandbox with a budget (template_budget.py) and StrictUndefined.
 Every value any markdown template prints (captures, log lines, job names) becomes a slot while
 it renders, and sanitize.fill_slots writes it in the form that is inert where it landed; only
 Safe markdown (a signature's rendered text, GitHub's URLs) is printed as it is.
+The replies to `/triage` commands (triage_bot/commands/command_replies.py) are built from
+sanitize's helpers and render_signature_text.
 """
 
 from __future__ import annotations
@@ -13,13 +20,15 @@ from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache, lru_cache
+from itertools import accumulate
 from typing import Any
 
 import jinja2
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
 
 from triage_bot.core import resources, sanitize
 from triage_bot.core.catalog import Signature
-from triage_bot.core.markdown_cut import cut_markdown
 from triage_bot.core.report import BaseRun, Group, Job, Report
 from triage_bot.core.template_budget import BudgetSandbox, compile_bounded, render_bounded
 
@@ -183,7 +192,6 @@ def _group_view(group: Group, detail: Detail) -> dict[str, Any]:
         "summary": summary,
         "fix": fix if detail.fix else "",
         "retry": group.signature.retry,
-        "references": group.signature.references,
         "job_count": len(group.jobs),
         "jobs": [{"name": j.name, "url": _url(j.url)} for j in group.jobs[: detail.job_names]],
         "more_jobs": max(0, len(group.jobs) - detail.job_names),
@@ -221,7 +229,6 @@ def _job_view(job: Job) -> dict[str, Any]:
     return {
         "name": job.name,
         "url": _url(job.url),
-        "note": job.note,
         "lines": result.lines,
         "generic": root.signature.title if root is not None else None,
         "fallback": [
@@ -235,7 +242,6 @@ def _context(report: Report, detail: Detail, limit: int | None) -> dict[str, Any
     groups = report.groups[:limit]
     unmatched = report.unmatched
     return {
-        "marker": Safe(COMMENT_MARKER),
         "title": report.title,
         "url": _url(report.url),
         "head_sha": report.head_sha,
@@ -269,25 +275,22 @@ def render_comment(report: Report, limit: int = MAX_COMMENT_CHARS) -> str:
 
 
 def render_comment_section(report: Report, limit: int = MAX_COMMENT_CHARS) -> str:
-    """The run's section of a comment of at most `limit` characters (see compose_comment)."""
-    return render_section(report, limit - _frame_chars())
-
-
-def render_section(report: Report, limit: int = MAX_COMMENT_CHARS) -> str:
-    """One run's part of the comment, under `limit` characters: less detail first (shorter
-    evidence, no fixes), then fewer failures, saying what it left out."""
+    """The run's section of a comment of at most `limit` characters (see compose_comment):
+    less detail first (shorter evidence, no fixes), then fewer failures, saying what it left
+    out."""
+    room = limit - _frame_chars()
     for detail in _DETAILS:
         body = _render_file("section.md.j2", **_context(report, detail, None))
-        if len(body) <= limit:
+        if len(body) <= room:
             return body
     detail = _DETAILS[-1]
     shown = max(len(report.groups), len(report.unmatched))
     while shown > 0:
         shown = shown // 2 if shown > 8 else shown - 1
         body = _render_file("section.md.j2", **_context(report, detail, shown))
-        if len(body) <= limit:
+        if len(body) <= room:
             return body
-    return cut_markdown(body, limit, _CUT_NOTE)
+    return cut_markdown(body, room, _CUT_NOTE)
 
 
 def render_passed_section(title: str, attempt: int, url: str | None) -> str:
@@ -342,3 +345,41 @@ def _frame_chars() -> int:
 
 def render_text(report: Report) -> str:
     return _text_env().get_template("terminal.txt.j2").render(**_context(report, _DETAILS[1], None))
+
+
+# ---- cutting markdown short at a block boundary -----------------------------------------------
+#
+# A comment cut in the middle of a code block or of a `<details>` element would show the rest
+# of the page inside it, so a cut falls between top-level blocks (as markdown-it parses them,
+# GitHub's CommonMark) and closes any `<details>` left open.
+
+
+@cache
+def _blocks() -> MarkdownIt:
+    return MarkdownIt("commonmark").disable("inline")  # where the blocks end is all we need
+
+
+def cut_markdown(text: str, limit: int, note: str) -> str:
+    """`text` if it fits in `limit` characters, else its longest run of whole top-level
+    blocks that fits with `note` (and the closing tags of `<details>` left open) after it."""
+    if len(text) <= limit:
+        return text
+    offsets = [0, *accumulate(len(line) for line in text.splitlines(keepends=True))]
+    best = ""
+    open_details = 0
+    for token in _blocks().parse(text):
+        if token.level != 0 or token.map is None or token.nesting == 1:
+            continue  # the closing token (or a leaf) says where a top-level block ends
+        open_details += _details_change(token)
+        kept = text[: offsets[token.map[1]]]
+        closed = kept.rstrip("\n") + "\n\n" + "</details>\n\n" * max(0, open_details)
+        if len(closed) + len(note) > limit:
+            break
+        best = closed
+    return best + note
+
+
+def _details_change(token: Token) -> int:
+    if token.type != "html_block":
+        return 0
+    return token.content.count("<details") - token.content.count("</details>")

@@ -1,17 +1,14 @@
-"""Making untrusted log text safe to show: secrets, mentions, markdown and code fences.
+"""Making untrusted text inert in markdown: mentions, links, markup, HTML and code fences.
 
-Everything that comes from a log (evidence lines, captures) passes through `redact` before it
-is stored in a report, and through one of the markdown helpers when it is rendered.
+Everything that comes from a log (evidence lines, captures) passes through redact.redact
+before it is stored in a report, and through fill_slots (render.py's templates) or one of the
+helpers here (the replies to commands) when it is shown.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-
-# Redaction lives in triage_bot.core.redact; re-exported here for the callers that import it so.
-from triage_bot.core.redact import REDACTED as REDACTED
-from triage_bot.core.redact import redact as redact
 
 # --- Markdown: one rule for untrusted text, wherever a template puts it ---------------------
 #
@@ -120,13 +117,6 @@ def _span(content: str) -> str:
 def code_span(text: str) -> str:
     """Inline code that no backtick in the text can close early."""
     return _span(one_line(text).strip())
-
-
-def code_block(text: str, info: str = "text") -> str:
-    """A fenced block longer than any run of backticks in the text."""
-    fence = "`" * max(3, _longest_run(text, "`") + 1)
-    # GitHub does not notify mentions inside code blocks, so the evidence stays verbatim.
-    return f"{fence}{info}\n{text}\n{fence}"
 
 
 def strip_slot_marks(text: str) -> str:

@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from triage_bot.core import safe_yaml
+from triage_bot.core.cache import Lru
 from triage_bot.core.catalog import line_in_text
 from triage_bot.core.classify import CompiledCatalog
 from triage_bot.core.limits import MAX_SCHEMA_ERRORS
-from triage_bot.core.lru import Lru
 from triage_bot.github_api.github import GitHubClient
 from triage_bot.repo import repo_files
 from triage_bot.repo.repo_catalog import builtin_catalog, compile_catalog, load_repo_signatures

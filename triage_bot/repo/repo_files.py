@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from triage_bot.core.cache import Lru
 from triage_bot.core.limits import MAX_FILE_BYTES, MAX_FOLDERS, MAX_SIGNATURE_FILES
-from triage_bot.core.lru import Lru
 from triage_bot.github_api.github import ContentFile as ContentEntry
 from triage_bot.github_api.github import GitHubClient, GitHubStatusError
 

@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from triage_bot.core.cache import Lru
 from triage_bot.core.classify_results import Match
-from triage_bot.core.lru import Lru
 from triage_bot.core.render import COMMENT_MARKER, render_comment
 from triage_bot.core.report import Job, Report
 from triage_bot.core.source_refs import candidates, source_refs

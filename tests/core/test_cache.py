@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from triage_bot.core.lru import Lru
+from triage_bot.core.cache import Lru
 
 
 def test_the_least_recently_used_entry_is_dropped_past_the_bound() -> None:
