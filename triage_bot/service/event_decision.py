@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from triage_bot.store.store_installations import InstallationChange as InstallationChange
-from triage_bot.store.store_installations import InstallationOp as InstallationOp
+from triage_bot.store.store import InstallationChange as InstallationChange
+from triage_bot.store.store import InstallationOp as InstallationOp
 
 Outcome = Literal["job", "record", "pong", "ignored", "refused"]
 

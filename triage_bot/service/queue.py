@@ -70,9 +70,8 @@ from triage_bot.service.job_handler import RetryLater as RetryLater
 from triage_bot.service.queue_transport import make_huey
 from triage_bot.store.ledger import JobRecord, NewJob, outage_error
 from triage_bot.store.schema import now
-from triage_bot.store.store import Store
+from triage_bot.store.store import Store, under_job_lease
 from triage_bot.store.store_errors import describe, storage_failure
-from triage_bot.store.store_locks import under_job_lease
 
 log = logging.getLogger(__name__)
 
