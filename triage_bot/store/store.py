@@ -46,7 +46,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sqlalchemy import Connection, Engine, create_engine, delete, event, insert, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.pool import ConnectionPoolEntry
@@ -236,24 +235,11 @@ class Store:
             require_free_space(self.sqlite_file.parent)
         with self.engine.connect() as conn:
             if self.dialect == "sqlite":
-                _with_sqlite_busy_timeout(conn, PROBE_WAIT_MS, self._write_heartbeat)
+                _with_sqlite_busy_timeout(conn, PROBE_WAIT_MS, _write_heartbeat)
                 return
             with conn.begin():
                 conn.exec_driver_sql(f"SET LOCAL statement_timeout = {PROBE_WAIT_MS}")
-                conn.execute(self._heartbeat())
-
-    def _write_heartbeat(self, conn: Connection) -> None:
-        with conn.begin():
-            conn.execute(self._heartbeat())
-
-    def _heartbeat(self) -> Any:
-        dialect_insert = sqlite.insert if self.dialect == "sqlite" else postgresql.insert
-        owner = f"{socket.gethostname()}:{os.getpid()}"[-64:]
-        upsert = dialect_insert(locks).values(
-            name=HEARTBEAT_LOCK, owner=owner, expires_at=schema.now()
-        )
-        changed = {"owner": upsert.excluded.owner, "expires_at": upsert.excluded.expires_at}
-        return upsert.on_conflict_do_update(index_elements=[locks.c.name], set_=changed)
+                _heartbeat(conn)
 
     # -- deliveries --------------------------------------------------------------------------
 
@@ -498,6 +484,17 @@ class Store:
         except IntegrityError:
             return False
         return True
+
+
+def _write_heartbeat(conn: Connection) -> None:
+    with conn.begin():
+        _heartbeat(conn)
+
+
+def _heartbeat(conn: Connection) -> None:
+    owner = f"{socket.gethostname()}:{os.getpid()}"[-64:]
+    row = {"name": HEARTBEAT_LOCK, "owner": owner, "expires_at": schema.now()}
+    schema.upsert(conn, locks, row, ["name"])
 
 
 def _run_key(repo: str, run_id: int, run_attempt: int) -> tuple[Any, ...]:
