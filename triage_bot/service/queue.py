@@ -35,7 +35,7 @@ a waiting job (ledger.py). The try at the end of the budget tells the handler so
 (JobContext.logs_may_wait False): a log still unreadable then is noted in the comment rather
 than leaving the run without one.
 
-Locks: the handler runs under `under_job_lease` (store_locks.py), so a lock it takes (the pull
+Locks: the handler runs under `under_job_lease` (store.py), so a lock it takes (the pull
 request's comment lock) is freed by the job's lease: a SIGKILLed worker's within one lease.
 
 For triage jobs the queue records the triage in the triages table: running when an attempt
