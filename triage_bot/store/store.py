@@ -149,7 +149,7 @@ class Comment:
 
 
 class LockTimeout(TimeoutError):
-    """The comment lock stayed taken for longer than the caller would wait."""
+    """A lock (the comment lock, say) stayed taken for longer than the caller would wait."""
 
 
 @contextmanager
