@@ -68,7 +68,7 @@ def test_rerun_posts_then_edits_the_one_comment_through_the_store(
     # The handler recorded it in the database the settings name, under the comment lock.
     recorded = world.store.comment(REPO, world.pull.number)
     assert recorded is not None and recorded.head_sha == run.head_sha
-    assert {f.job_name for f in world.store.job_failures(REPO, run.head_sha)} >= {THREE[0]}
+    assert {f.job_name for f in world.store.failures.of_run(REPO, run.id)} >= {THREE[0]}
     assert main(["rerun", url(run)]) == 0
     assert " unchanged" in capsys.readouterr().out
     assert len(world.comments()) == 1

@@ -24,8 +24,7 @@ from triage_bot.config import SettingsError, load_settings
 from triage_bot.github_api.outage import OutagePolicy
 from triage_bot.store.ledger import NewJob
 from triage_bot.store.schema import locks
-from triage_bot.store.store import Store
-from triage_bot.store.store_locks import LockTimeout, under_job_lease
+from triage_bot.store.store import LockTimeout, Store, under_job_lease
 
 # Each request to GitHub: 5 tries, pauses of at most 0.05 + 0.1 + 0.2 + 0.2 s.
 IN_WORKER_BUDGET = 0.55
@@ -287,7 +286,7 @@ def test_a_jobs_lock_is_freed_by_its_lease_and_only_then(tmp_path: Path) -> None
         claimed = store.jobs.claim(job_id, "claim-1", lease=0.6)
         assert claimed is not None
         with under_job_lease(job_id, "claim-1"):
-            held = store.comment_lock("o/r", 7, ttl=120.0)
+            held = store.comment_lock("o/r", 7)  # a ttl of 120 s
             held.__enter__()  # and never left: its worker "dies" holding it
         # The lease is live: the lock is held.
         with pytest.raises(LockTimeout), store.comment_lock("o/r", 7, wait=0.2):

@@ -20,7 +20,7 @@ from jsonschema import Draft7Validator
 from referencing import Registry, Resource
 
 from triage_bot.service.events import HANDLED_EVENTS, decide
-from triage_bot.store.store_installations import InstallationChange
+from triage_bot.store.store import InstallationChange
 
 EXAMPLES = GITHUB_DATA / "webhooks"
 SCHEMAS = GITHUB_DATA / "webhook-schemas"

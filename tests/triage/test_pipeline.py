@@ -127,7 +127,7 @@ def test_three_failed_jobs_make_one_comment_with_grouped_failures(world: World) 
     ]
     stored = world.store.comment(REPO, world.pull.number)
     assert stored is not None and stored.head_sha == run.head_sha and not stored.outdated
-    failures = world.store.job_failures(REPO, run.head_sha)
+    failures = world.store.failures.of_run(REPO, run.id)
     assert sorted(f.signature for f in failures) == [
         "python-module-not-found",
         "python-unexpected-keyword-argument",
@@ -145,7 +145,7 @@ def test_links_name_the_step_and_the_line_within_it(world: World) -> None:
     [body] = world.comments()
     # The error is the 4th line of step 3's log ("Run tests" starts at its ##[group] line).
     assert f"/job/{job.id}#step:3:4)" in body
-    [failure] = world.store.job_failures(REPO, run.head_sha)
+    [failure] = world.store.failures.of_run(REPO, run.id)
     assert failure.job_name == "test" and failure.signature == "python-module-not-found"
 
 

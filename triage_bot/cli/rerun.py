@@ -82,8 +82,7 @@ def retriage(
     from sqlalchemy.exc import SQLAlchemyError
 
     from triage_bot.github_api.github import GitHubError
-    from triage_bot.store.store import Store
-    from triage_bot.store.store_locks import LockTimeout
+    from triage_bot.store.store import LockTimeout, Store
     from triage_bot.triage.pipeline import triage_job
 
     try:

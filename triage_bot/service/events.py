@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeGuard
 
 from triage_bot.commands.commands import find_command
-from triage_bot.store.store_installations import InstallationChange
+from triage_bot.store.store import InstallationChange
 from triage_bot.triage.run import FAILING_RUN_CONCLUSIONS
 
 # startup_failure is not in the octokit schema's enum but GitHub sends it when a workflow file

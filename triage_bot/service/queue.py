@@ -35,7 +35,7 @@ a waiting job (ledger.py). The try at the end of the budget tells the handler so
 (JobContext.logs_may_wait False): a log still unreadable then is noted in the comment rather
 than leaving the run without one.
 
-Locks: the handler runs under `under_job_lease` (store_locks.py), so a lock it takes (the pull
+Locks: the handler runs under `under_job_lease` (store.py), so a lock it takes (the pull
 request's comment lock) is freed by the job's lease: a SIGKILLed worker's within one lease.
 
 For triage jobs the queue records the triage in the triages table: running when an attempt
@@ -65,9 +65,8 @@ from triage_bot.service.handler import Handler, JobContext, PermanentJobError, h
 from triage_bot.service.queue_transport import make_huey
 from triage_bot.store.ledger import JobRecord, NewJob, outage_error
 from triage_bot.store.schema import now
-from triage_bot.store.store import Store
+from triage_bot.store.store import Store, under_job_lease
 from triage_bot.store.store_errors import describe, storage_failure
-from triage_bot.store.store_locks import under_job_lease
 
 log = logging.getLogger(__name__)
 

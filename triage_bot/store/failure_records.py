@@ -86,14 +86,12 @@ class FailureRecords:
         return None if found is None else TriagedRun(*found)
 
     def of_run(self, repo: str, run_id: int) -> list[JobFailure]:
-        return self._failures(job_failures.c.repo == repo, job_failures.c.run_id == run_id)
-
-    def of_commit(self, repo: str, commit_sha: str) -> list[JobFailure]:
-        return self._failures(job_failures.c.repo == repo, job_failures.c.commit_sha == commit_sha)
-
-    def _failures(self, *where: ColumnElement[bool]) -> list[JobFailure]:
         columns = [getattr(job_failures.c, name) for name in JobFailure.__dataclass_fields__]
-        query = select(*columns).where(*where).order_by(job_failures.c.id)
+        query = (
+            select(*columns)
+            .where(job_failures.c.repo == repo, job_failures.c.run_id == run_id)
+            .order_by(job_failures.c.id)
+        )
         with self.engine.connect() as conn:
             return [JobFailure(*row) for row in conn.execute(query)]
 

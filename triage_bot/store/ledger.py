@@ -171,16 +171,7 @@ class JobLedger:
         )
 
     def finish(self, job_id: str, owner: str) -> bool:
-        stamp = now()
-        return self._move(
-            job_id,
-            owner,
-            status=DONE,
-            error=None,
-            lease_until=None,
-            updated_at=stamp,
-            finished_at=stamp,
-        )
+        return self._end(job_id, owner, DONE, None)
 
     def retry(
         self, job_id: str, owner: str, error: str, delay: float, *, refund: bool = False
@@ -200,11 +191,14 @@ class JobLedger:
         )
 
     def fail(self, job_id: str, owner: str, error: str) -> bool:
+        return self._end(job_id, owner, FAILED, error)
+
+    def _end(self, job_id: str, owner: str, status: str, error: str | None) -> bool:
         stamp = now()
         return self._move(
             job_id,
             owner,
-            status=FAILED,
+            status=status,
             error=error,
             lease_until=None,
             updated_at=stamp,

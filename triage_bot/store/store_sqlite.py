@@ -48,10 +48,9 @@ SQLITE_FULL = 13
 class DiskFull(sqlite3.OperationalError):
     """The data directory is (nearly) full: raised before SQLite would use it."""
 
-    def __init__(self, folder: Path, free: int) -> None:
+    def __init__(self, free: int) -> None:
         # SQLite's own wording first, so whatever classifies SQLite's errors knows this one.
         super().__init__(f"database or disk is full: {free // 1024} KiB free in the data directory")
-        self.folder = folder
         self.sqlite_errorcode = SQLITE_FULL
         self.sqlite_errorname = "SQLITE_FULL"
 
@@ -64,7 +63,7 @@ def free_bytes(folder: Path) -> int:
 def require_free_space(folder: Path, needed: int = MIN_FREE_BYTES) -> None:
     free = free_bytes(folder)
     if free < needed:
-        raise DiskFull(folder, free)
+        raise DiskFull(free)
 
 
 def prepare(dbapi_connection: sqlite3.Connection, path: Path | None) -> None:
@@ -99,7 +98,7 @@ def allocate_shm(path: Path) -> None:
         os.posix_fallocate(fd, 0, SHM_BYTES)
     except OSError as error:
         if error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
-            raise DiskFull(path.parent, free_bytes(path.parent)) from None
+            raise DiskFull(free_bytes(path.parent)) from None
         # Unsupported here (glibc otherwise writes the blocks itself): SQLite's own growth.
         log.warning("%s-shm could not be allocated ahead: %s", path.name, error)
 

@@ -1,0 +1,1 @@
+"""Tests of triage_bot.store."""
