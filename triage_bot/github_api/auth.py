@@ -35,10 +35,6 @@ class TokenAuth(Auth.Token):
         super().__init__(token)
         self.login = login
 
-    @property
-    def token_type(self) -> str:
-        return "token"
-
     def invalidate(self) -> bool:
         return False  # nothing to renew: a refused fixed token stays refused
 
