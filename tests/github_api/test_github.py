@@ -355,6 +355,21 @@ def test_two_502s_then_success_and_the_metrics_count_them(world: World) -> None:
     assert (after[0] - before[0], after[1] - before[1]) == (2, 2)
 
 
+def test_each_answer_is_counted_with_its_own_status(world: World) -> None:
+    # A success is not always a 200: a created comment is a 201, a log's signed URL a 302.
+    calls = "triage_bot_github_api_calls_total"
+    comments = {"endpoint": "POST /repos/{owner}/{repo}/issues/{id}/comments", "status": "201"}
+    logs = {"endpoint": "GET /repos/{owner}/{repo}/actions/jobs/{id}/logs", "status": "302"}
+    run = {"endpoint": "GET /repos/{owner}/{repo}/actions/runs/{id}", "status": "200"}
+    before = [sample(calls, labels) for labels in (comments, logs, run)]
+    with client(world) as gh:
+        gh.upsert_comment(REPO, world.pull.number, f"{COMMENT_MARKER}\ncounted")
+        assert gh.stream_job_log(REPO, job_id(world, "test (1)"), Collect()).ok
+        gh.get_run(REPO, world.run.id).conclusion
+    after = [sample(calls, labels) for labels in (comments, logs, run)]
+    assert [a - b for a, b in zip(after, before, strict=True)] == [1, 1, 1]
+
+
 def test_persistent_5xx_gives_up_after_the_attempts(world: World) -> None:
     world.fake.faults.fail(r"/pulls/\d+$", status=500, times=None)
     with client(world) as gh, pytest.raises(GitHubError, match="500"):

@@ -173,18 +173,18 @@ class MeteredRetry(GithubRetry):
         _stacktrace: Any = None,
     ) -> Retry:
         status: int | None = response.status if response is not None else None
+        label = endpoint_label(method or "", url or "")
         told = status in RATE_LIMIT_STATUSES and "Retry-After" in response.headers
         wait: float | None = None
         if told or status == 429:  # GitHub's number, or its "at least a minute"
             wait = _seconds(response.headers.get("Retry-After"), self.policy.secondary_wait)
             if wait > self.policy.max_wait:
-                label = endpoint_label(method or "", url or "")
                 count_call(label, status)
                 raise RateLimited(label, time.time() + wait, "retry_after")
         retry = super().increment(method, url, response, error, _pool, _stacktrace)
         if wait is not None:
             retry.get_backoff_time = lambda: wait  # type: ignore[method-assign]
-        count_call(endpoint_label(method or "", url or ""), status)
+        count_call(label, status)
         count_retry(_reason(status, error, told), retry.get_backoff_time())
         return retry
 
@@ -280,6 +280,18 @@ class GitHubRequester(Requester):
         send = super().requestBlobAndCheck
         return self._checked(verb, url, lambda: send(verb, url, parameters, headers, input, cnx))
 
+    # requestJson and requestBlob see every final answer, its status included (the *AndCheck
+    # methods raise for an error status and return no status for a success): counted here.
+    def requestJson(self, verb: str, url: str, *args: Any, **kw: Any) -> tuple[int, Any, str]:
+        answer = super().requestJson(verb, url, *args, **kw)
+        count_call(endpoint_label(verb, url), answer[0])
+        return answer
+
+    def requestBlob(self, verb: str, url: str, *args: Any, **kw: Any) -> tuple[int, Any, str]:
+        answer = super().requestBlob(verb, url, *args, **kw)
+        count_call(endpoint_label(verb, url), answer[0])
+        return answer
+
     def _checked(self, verb: str, url: str, send: Callable[[], T]) -> T:
         label = endpoint_label(verb, url)
         try:
@@ -293,22 +305,20 @@ class GitHubRequester(Requester):
 
 
 def _translated(label: str, verb: str, send: Callable[[], T]) -> T:
-    """Send; count the answer; raise ours for PyGithub's and requests' errors."""
+    """Send; raise ours for PyGithub's and requests' errors, counting the calls that ended
+    without an answer reaching the requester (the answers are counted as they arrive)."""
     idempotent = verb in IDEMPOTENT_METHODS
     try:
-        result = send()
-    except RateLimitExceededExceedsMaxWait as error:
+        return send()
+    except RateLimitExceededExceedsMaxWait as error:  # the retry kept GitHub's answer
         count_call(label, error.status)
         raise RateLimited(label, time.time() + (error.wait or 0.0), "rate_limit") from error
     except GithubException as error:
-        count_call(label, error.status)
         raise status_error(label, error, idempotent=idempotent) from error
     except requests.RequestException as error:
         count_call(label, None)
         ambiguous = not idempotent and not request_unsent(error)
         raise GitHubUnavailable(label, describe(error), ambiguous=ambiguous) from error
-    count_call(label, 200)
-    return result
 
 
 def status_error(label: str, error: GithubException, *, idempotent: bool) -> GitHubError:
