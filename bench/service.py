@@ -99,9 +99,10 @@ class Bot:
         wait_for(self._healthy, 60, "the server to answer /healthz")
 
     def _healthy(self) -> bool:
-        for process, _ in self.processes:
-            if process.poll() is not None:
-                raise RuntimeError(f"{process.args!r} exited {process.returncode}")
+        for process, out in self.processes:
+            if process.poll() is not None:  # its log goes with the folder: say what it said
+                said = Path(out.name).read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"{process.args!r} exited {process.returncode}:\n{said}")
         try:
             return httpx.get(self.url + "/healthz", timeout=2).status_code == 200
         except httpx.TransportError:
