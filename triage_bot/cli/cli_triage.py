@@ -14,6 +14,7 @@ import json
 import re
 import sys
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -183,19 +184,14 @@ def retriage(
         "find_pr": True,
     }
     try:
-        store = Store(settings.database_url)
-    except SQLAlchemyError as exc:
-        raise GitHubFailed(f"database: {exc}".splitlines()[0]) from exc
-    try:
-        return triage_job(payload, settings, store, on_report=on_report)
+        with closing(Store(settings.database_url)) as store:
+            return triage_job(payload, settings, store, on_report=on_report)
     except GitHubError as exc:
         raise GitHubFailed(f"GitHub: {exc}") from exc
     except LockTimeout as exc:
         raise GitHubFailed(f"the comment is being edited by a worker: {exc}") from exc
     except SQLAlchemyError as exc:
         raise GitHubFailed(f"database: {exc}".splitlines()[0]) from exc
-    finally:
-        store.close()
 
 
 def describe(run: RunUrl, result: dict[str, Any]) -> list[str]:
