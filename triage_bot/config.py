@@ -119,12 +119,11 @@ class Settings:
         )
 
 
-def environment(dotenv_path: Path | None = None) -> dict[str, str]:
-    """The process environment over the values of `.env` in the working directory (or
-    `dotenv_path`): a variable set in the environment wins, as python-dotenv's `load_dotenv`
-    does, without changing `os.environ` for the rest of the process."""
-    path = dotenv_path if dotenv_path is not None else Path.cwd() / ".env"
-    from_file = dotenv_values(path) if path.is_file() else {}
+def environment() -> dict[str, str]:
+    """The process environment over the values of `.env` in the working directory: a variable
+    set in the environment wins, as python-dotenv's `load_dotenv` does, without changing
+    `os.environ` for the rest of the process."""
+    from_file = dotenv_values(".env") if Path(".env").is_file() else {}
     return {**{k: v for k, v in from_file.items() if v is not None}, **os.environ}
 
 
