@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import logging
 import os
 import re
@@ -118,12 +119,11 @@ class Settings:
         )
 
 
-def environment(dotenv_path: Path | None = None) -> dict[str, str]:
-    """The process environment over the values of `.env` in the working directory (or
-    `dotenv_path`): a variable set in the environment wins, as python-dotenv's `load_dotenv`
-    does, without changing `os.environ` for the rest of the process."""
-    path = dotenv_path if dotenv_path is not None else Path.cwd() / ".env"
-    from_file = dotenv_values(path) if path.is_file() else {}
+def environment() -> dict[str, str]:
+    """The process environment over the values of `.env` in the working directory: a variable
+    set in the environment wins, as python-dotenv's `load_dotenv` does, without changing
+    `os.environ` for the rest of the process."""
+    from_file = dotenv_values(".env") if Path(".env").is_file() else {}
     return {**{k: v for k, v in from_file.items() if v is not None}, **os.environ}
 
 
@@ -132,14 +132,14 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
     env = {key: value.strip() for key, value in environ.items() if value.strip()}
     data_dir = _data_dir(env)
     return Settings(
-        app_id=_optional_int(env, "APP_ID", minimum=1),
+        app_id=_whole_number(env, "APP_ID"),
         private_key=_private_key(env),
         webhook_secret=env.get("WEBHOOK_SECRET"),
         github_api_url=_http_url(env, "GITHUB_API_URL", DEFAULT_GITHUB_API_URL),
         database_url=_database_url(env, data_dir),
         redis_url=_redis_url(env),
         data_dir=data_dir,
-        port=_port(env),
+        port=_whole_number(env, "PORT", maximum=65535) or DEFAULT_PORT,
         log_level=_log_level(env),
         max_log_bytes=_size(env, "TRIAGE_MAX_LOG_BYTES", DEFAULT_MAX_LOG_BYTES),
         github_token=env.get("GITHUB_TOKEN"),
@@ -169,25 +169,19 @@ def normalize_database_url(url: str) -> str:
     return url
 
 
-def _optional_int(env: Mapping[str, str], name: str, minimum: int) -> int | None:
+def _whole_number(env: Mapping[str, str], name: str, maximum: int | None = None) -> int | None:
+    """A whole number from 1 (to `maximum`), or None when unset."""
     raw = env.get(name)
     if raw is None:
         return None
     if not raw.isdigit():
         raise SettingsError(name, f"must be a whole number, got {raw!r}")
     value = int(raw)
-    if value < minimum:
-        raise SettingsError(name, f"must be at least {minimum}, got {value}")
+    if value < 1:
+        raise SettingsError(name, f"must be at least 1, got {value}")
+    if maximum is not None and value > maximum:
+        raise SettingsError(name, f"must be at most {maximum}, got {value}")
     return value
-
-
-def _port(env: Mapping[str, str]) -> int:
-    port = _optional_int(env, "PORT", minimum=1)
-    if port is None:
-        return DEFAULT_PORT
-    if port > 65535:
-        raise SettingsError("PORT", f"must be at most 65535, got {port}")
-    return port
 
 
 def _log_level(env: Mapping[str, str]) -> str:
@@ -242,7 +236,8 @@ def _private_key(env: Mapping[str, str]) -> str | None:
         try:
             text = Path(path).expanduser().read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as error:
-            raise SettingsError("PRIVATE_KEY_PATH", f"cannot read {path}: {_why(error)}") from None
+            why = error.strerror if isinstance(error, OSError) and error.strerror else error
+            raise SettingsError("PRIVATE_KEY_PATH", f"cannot read {path}: {why}") from None
         return _pem(text, "PRIVATE_KEY_PATH")
     return None if text is None else _pem(text, "PRIVATE_KEY")
 
@@ -252,19 +247,13 @@ def _pem(text: str, name: str) -> str:
     # that, and so do we); probot also accepts the PEM base64-encoded as a whole.
     text = text.strip().replace("\\n", "\n")
     if not _PEM_BEGIN.search(text):
-        text = _maybe_base64(text)
+        with contextlib.suppress(binascii.Error, UnicodeDecodeError):  # not base64: said below
+            text = base64.b64decode(text, validate=True).decode("utf-8").strip()
     if not _PEM_BEGIN.search(text) or "-----END" not in text:
         raise SettingsError(
             name, "not a PEM private key (expected -----BEGIN ... PRIVATE KEY-----)"
         )
     return text + "\n"
-
-
-def _maybe_base64(text: str) -> str:
-    try:
-        return base64.b64decode(text, validate=True).decode("utf-8").strip()
-    except (binascii.Error, UnicodeDecodeError):
-        return text
 
 
 def _http_url(env: Mapping[str, str], name: str, default: str) -> str:
@@ -310,7 +299,3 @@ def _redis_url(env: Mapping[str, str]) -> str | None:
     if parts.scheme != "unix" and not parts.hostname:
         raise SettingsError("REDIS_URL", f"has no host: {url!r}")
     return url
-
-
-def _why(error: BaseException) -> str:
-    return error.strerror if isinstance(error, OSError) and error.strerror else str(error)

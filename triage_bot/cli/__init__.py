@@ -1,3 +1,4 @@
-"""The command line: the parser and dispatch (cli, entry point `triage_bot.cli.cli:main`),
-`triage`, `catalog`, `rerun` and `replay`. The top layer: it may import everything below.
+"""The command line: the parser, dispatch, `serve`, `worker` and `catalog` (cli, entry point
+`triage_bot.cli.cli:main`), `triage` and `rerun` (cli_triage), and `replay`. The top layer: it
+may import everything below.
 """

@@ -8,15 +8,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from triage_bot import __version__
-from triage_bot.cli import cli_catalog, rerun
-from triage_bot.config import (
-    Role,
-    Settings,
-    SettingsError,
-    environment,
-    load_settings,
-    parse_size,
-)
+from triage_bot.catalog_tools import catalog_check
+from triage_bot.cli import cli_triage
+from triage_bot.config import Role, SettingsError, environment, load_settings, parse_size
 from triage_bot.core import sources
 
 EXIT_OK = 0
@@ -92,6 +86,7 @@ def _parser() -> argparse.ArgumentParser:
         help="with a RUN_URL: also create or edit the comment on the run's pull request(s), "
         "as `rerun` does (default: print only; not with --catalog)",
     )
+    triage.set_defaults(run=cli_triage.triage)
     _add_service_commands(commands)
     _add_github_commands(commands)
     _add_catalog_commands(commands)
@@ -132,6 +127,7 @@ def _add_github_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
         "GitHub or the database failed, 2 on a bad URL or setting.",
     )
     rerun_command.add_argument("run_url", metavar="RUN_URL", help="the run's URL")
+    rerun_command.set_defaults(run=cli_triage.rerun)
     replay = commands.add_parser(
         "replay",
         help="send a saved webhook payload, signed with WEBHOOK_SECRET, to a server",
@@ -154,6 +150,7 @@ def _add_github_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
         "events, as in GitHub's examples: workflow_run/completed.payload.json)",
     )
     replay.add_argument("--delivery", metavar="ID", help="X-GitHub-Delivery (default: a new uuid)")
+    replay.set_defaults(run=_replay)
 
 
 def _add_catalog_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -166,6 +163,7 @@ def _add_catalog_commands(commands: argparse._SubParsersAction[argparse.Argument
         ("test", "run the signatures' inline examples and their .log windows"),
     ):
         sub = catalog_commands.add_parser(name, help=text, description=text)
+        sub.set_defaults(run=_lint if name == "lint" else _test)
         sub.add_argument(
             "paths",
             nargs="*",
@@ -203,6 +201,7 @@ def _add_catalog_commands(commands: argparse._SubParsersAction[argparse.Argument
     )
     new.add_argument("--title", metavar="T", help="the signature's title (default: a TODO)")
     new.add_argument("--force", action="store_true", help="replace DIR/ID.yml and DIR/ID.log")
+    new.set_defaults(run=_new)
 
 
 def _add_service_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -235,6 +234,7 @@ def _add_service_commands(commands: argparse._SubParsersAction[argparse.Argument
         "DATABASE_URL.",
     )
     for sub in (serve, worker):
+        sub.set_defaults(run=_service)
         sub.add_argument(
             "--workers", type=int, default=2, metavar="N", help="worker threads (default 2)"
         )
@@ -262,52 +262,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     args = parser.parse_args(arguments)
     if args.command == "help":
-        return _help(parser, args.topic)
+        if args.topic is None:
+            parser.print_help()
+        else:
+            parser.parse_args([args.topic, "--help"])  # prints the command's help and exits 0
+        return EXIT_OK
     try:
-        return _dispatch(args)
+        # Each command's function returns its exit code, or None when it did what it was asked.
+        exit_code: int | None = args.run(args)
     except (sources.InputError, SettingsError) as exc:
         print(f"triage-bot: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except rerun.GitHubFailed as exc:
+    except cli_triage.GitHubFailed as exc:
         print(f"triage-bot: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except BrokenPipeError:
         return EXIT_OK
+    return EXIT_OK if exit_code is None else exit_code
 
 
-def _help(parser: argparse.ArgumentParser, topic: str | None) -> int:
-    if topic is None:
-        parser.print_help()
-        return EXIT_OK
-    parser.parse_args([topic, "--help"])  # prints the command's help and exits 0
-    return EXIT_OK
-
-
-def _dispatch(args: argparse.Namespace) -> int:
-    if args.command == "triage":
-        from triage_bot.cli import cli_triage
-
-        cli_triage.triage(args)
-        return EXIT_OK
-    if args.command in ("serve", "worker"):
-        return _service(args)
-    if args.command == "rerun":
-        return _rerun(args)
-    if args.command == "replay":
-        return _replay(args)
-    done = {
-        "lint": lambda: cli_catalog.lint(args.paths),
-        "test": lambda: cli_catalog.test(args.paths),
-        "new": lambda: cli_catalog.new(args),
-    }[args.catalog_command]()
-    return EXIT_OK if done else EXIT_FAILED
-
-
-def _settings(*roles: Role) -> Settings:
-    return load_settings(environment()).require(*roles)
-
-
-def _service(args: argparse.Namespace) -> int:
+def _service(args: argparse.Namespace) -> None:
     # Imported here: the offline commands must not pay for the web and queue stack.
     from triage_bot.service.queue import QueueOptions
     from triage_bot.service.server import serve
@@ -323,12 +297,12 @@ def _service(args: argparse.Namespace) -> int:
     # bounds the wait by 1.5 leases however short the lease is set.
     options = QueueOptions(lease=lease, sweep_interval=min(defaults.sweep_interval, lease / 2))
     if args.command == "worker":
-        run_worker(_settings("worker"), args.workers, options=options, dry_run=args.dry_run)
-        return EXIT_OK
+        settings = load_settings(environment()).require("worker")
+        run_worker(settings, args.workers, options=options, dry_run=args.dry_run)
+        return
     roles: tuple[Role, ...] = ("server", "worker") if args.worker else ("server",)
-    settings = _settings(*roles)
     serve(
-        settings,
+        load_settings(environment()).require(*roles),
         args.host,
         args.port,
         worker=args.worker,
@@ -336,15 +310,6 @@ def _service(args: argparse.Namespace) -> int:
         dry_run=args.dry_run,
         options=options,
     )
-    return EXIT_OK
-
-
-def _rerun(args: argparse.Namespace) -> int:
-    run = rerun.parse_run_url(args.run_url)
-    result = rerun.retriage(_settings("cli"), run)
-    for line in rerun.describe(run, result):
-        print(line)
-    return EXIT_OK
 
 
 def _replay(args: argparse.Namespace) -> int:
@@ -356,3 +321,67 @@ def _replay(args: argparse.Namespace) -> int:
     answer = replay.replay(args.payload, args.to, secret, event=args.event, delivery=args.delivery)
     print(answer.text)
     return EXIT_OK if answer.ok else EXIT_FAILED
+
+
+def _lint(args: argparse.Namespace) -> int:
+    _require_existing(args.paths)
+    signatures, problems = catalog_check.lint(args.paths)
+    for problem in problems:
+        print(problem)
+    print(f"catalog lint: {len(signatures)} signatures, {len(problems)} problems")
+    return EXIT_FAILED if problems else EXIT_OK
+
+
+def _test(args: argparse.Namespace) -> int:
+    _require_existing(args.paths)
+    checks, failures, problems = catalog_check.test(args.paths)
+    for problem in problems:
+        print(problem)
+    for failure in failures:
+        print(failure)
+    print(
+        f"catalog test: {checks} checks, {len(failures)} failed, {len(problems)} files not loaded"
+    )
+    return EXIT_FAILED if failures or problems else EXIT_OK
+
+
+def _require_existing(paths: list[Path]) -> None:
+    for path in paths:
+        if not path.exists():
+            raise sources.InputError(f"{path}: no such file or folder")
+
+
+def _new(args: argparse.Namespace) -> int:
+    from triage_bot.catalog_tools import catalog_new
+
+    request = catalog_new.Request(
+        ident=args.id,
+        log=args.from_log,
+        line=args.line,
+        folder=args.dir,
+        category=args.category,
+        title=args.title,
+        force=args.force,
+    )
+    draft = catalog_new.create(request)
+    print(f"wrote {draft.signature} and {draft.window} (priority {draft.priority})")
+    if draft.outranks is not None:
+        other = draft.outranks
+        print(
+            f"note: {other.id} (priority {other.priority}, {other.path}) also matches this line;"
+            f" if it explains this failure, improve it instead of adding {args.id}",
+            file=sys.stderr,
+        )
+    if draft.problems:
+        for problem in draft.problems:
+            print(problem)
+        print(
+            "catalog new: the draft fails these checks; where it wins a line of another "
+            "signature's window, improve that signature instead"
+        )
+        return EXIT_FAILED
+    print(
+        "next: generalise the pattern and replace the TODOs (see patterns/README.md), then run\n"
+        f"  triage-bot catalog lint {draft.signature} && triage-bot catalog test {draft.signature}"
+    )
+    return EXIT_OK

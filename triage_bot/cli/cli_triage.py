@@ -1,14 +1,25 @@
-"""The `triage` command: job logs from files offline, or one run of GitHub by its URL."""
+"""The `triage` and `rerun` commands: job logs from files offline, or one run of GitHub by its
+URL (`triage RUN_URL [--post]`, `rerun RUN_URL`).
+
+Both post through the queue's own handler (`pipeline.triage_job`) with the database the
+settings name, so a comment edited from here takes the same lock as the workers' (never two
+comments, never a lost edit), is skipped for a closed pull request or one whose head has moved
+on, and the failures are recorded as a webhook's triage records them.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+from collections.abc import Callable
+from contextlib import closing
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
-from triage_bot.cli import rerun
-from triage_bot.config import environment, load_settings
+from triage_bot.config import Settings, environment, load_settings
 from triage_bot.core import sources
 from triage_bot.core.catalog import Catalog, load_catalog
 from triage_bot.core.classify import CompiledCatalog, JobClassifier
@@ -16,6 +27,62 @@ from triage_bot.core.classify_results import JobResult
 from triage_bot.core.log_tail import tail_note
 from triage_bot.core.ranking import SCORE_PARTS
 from triage_bot.core.report import Job, Report, build_report, report_json
+
+# https://HOST/OWNER/REPO/actions/runs/ID[/attempts/N]: github.com or any GitHub Enterprise
+# Server host (its API URL comes from GITHUB_API_URL, not from the run's URL).
+_RUN_URL = re.compile(
+    r"https?://[^/\s]+/(?P<repo>[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+)"
+    r"/actions/runs/(?P<run>\d+)(?:/attempts/(?P<attempt>\d+))?/?"
+)
+
+
+class GitHubFailed(Exception):
+    """GitHub or the database failed; the message is one line for the person at the terminal."""
+
+
+@dataclass(frozen=True)
+class RunUrl:
+    repo: str
+    run_id: int
+    attempt: int | None  # None: the latest attempt
+
+
+def parse_run_url(text: str) -> RunUrl:
+    found = _RUN_URL.fullmatch(text.strip())
+    if found is None:
+        raise sources.InputError(
+            f"{text}: not a run URL (https://HOST/OWNER/REPO/actions/runs/ID[/attempts/N])"
+        )
+    attempt = found["attempt"]
+    return RunUrl(found["repo"], int(found["run"]), int(attempt) if attempt else None)
+
+
+def triage(args: argparse.Namespace) -> None:
+    urls = [path for path in args.paths if path.startswith(("http://", "https://"))]
+    if urls:
+        if len(args.paths) > 1:
+            raise sources.InputError("give one RUN_URL, or log files, not both or several")
+        if args.post and args.catalog:
+            raise sources.InputError(
+                "--post posts what the App would, with the built-in catalog: drop --catalog"
+            )
+        _triage_url(args, urls[0])
+        return
+    if args.post:
+        raise sources.InputError("--post needs a RUN_URL")
+    jobs_in = sources.collect(args.paths, _warn)
+    compiled = CompiledCatalog(load(args.catalog))
+    jobs = [job for job in (_triage_one(j, compiled, args.max_bytes) for j in jobs_in) if job]
+    if not jobs:
+        raise sources.InputError("no log could be read")
+    print_report(build_report(jobs), args.format, explain=args.explain)
+
+
+def rerun(args: argparse.Namespace) -> None:
+    run = parse_run_url(args.run_url)
+    result = retriage(load_settings(environment()).require("cli"), run)
+    for line in describe(run, result):
+        print(line)
 
 
 def load(extra: list[Path]) -> Catalog:
@@ -28,34 +95,6 @@ def load(extra: list[Path]) -> Catalog:
     for problem in catalog.problems:
         print(f"triage-bot: signature skipped: {problem}", file=sys.stderr)
     return catalog
-
-
-def triage(args: argparse.Namespace) -> None:
-    urls = [path for path in args.paths if rerun.is_url(path)]
-    if urls:
-        if len(args.paths) > 1:
-            raise sources.InputError("give one RUN_URL, or log files, not both or several")
-        if args.post and args.catalog:
-            raise sources.InputError(
-                "--post posts what the App would, with the built-in catalog: drop --catalog"
-            )
-        rerun.triage_url(
-            load_settings(environment()).require("cli"),
-            rerun.parse_run_url(urls[0]),
-            lambda: CompiledCatalog(load(args.catalog)),
-            lambda report: print_report(report, args.format, explain=args.explain),
-            post=args.post,
-            max_bytes=args.max_bytes,
-        )
-        return
-    if args.post:
-        raise sources.InputError("--post needs a RUN_URL")
-    jobs_in = sources.collect(args.paths, _warn)
-    compiled = CompiledCatalog(load(args.catalog))
-    jobs = [job for job in (_triage_one(j, compiled, args.max_bytes) for j in jobs_in) if job]
-    if not jobs:
-        raise sources.InputError("no log could be read")
-    print_report(build_report(jobs), args.format, explain=args.explain)
 
 
 def _warn(problem: str) -> None:
@@ -85,6 +124,95 @@ def _triage_one(
     return Job(result, note=note)
 
 
+def _triage_url(args: argparse.Namespace, url: str) -> None:
+    """`triage RUN_URL`: print the triage; with --post, also update the comment (retriage)."""
+    settings = load_settings(environment()).require("cli")
+    run = parse_run_url(url)
+    if args.max_bytes is not None:
+        settings = replace(settings, max_log_bytes=args.max_bytes)
+    if args.post:
+        shown: list[Report] = []
+
+        def show_once(report: Report) -> None:
+            shown.append(report)
+            print_report(report, args.format, explain=args.explain)
+
+        result = retriage(settings, run, on_report=show_once)
+        for line in describe(run, result):
+            print(f"triage-bot: {line}", file=sys.stderr)
+        if shown:
+            return  # else nothing was triaged (every pull request was skipped): print it
+    from triage_bot.github_api.github import GitHubError, client_for_repo
+    from triage_bot.triage.pipeline import triage_run
+
+    try:
+        with client_for_repo(settings, run.repo) as client:
+            report, _ = triage_run(
+                client,
+                run.repo,
+                run.run_id,
+                run.attempt,
+                CompiledCatalog(load(args.catalog)),
+                max_log_bytes=settings.max_log_bytes,
+            )
+    except GitHubError as exc:
+        raise GitHubFailed(f"GitHub: {exc}") from exc
+    print_report(report, args.format, explain=args.explain)
+
+
+def retriage(
+    settings: Settings, run: RunUrl, *, on_report: Callable[[Report], None] | None = None
+) -> dict[str, Any]:
+    """Triage the run and update its pull requests' comment, as a worker would; the job's
+    result (what was posted where). Raises GitHubFailed."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from triage_bot.github_api.github import GitHubError
+    from triage_bot.store.store import LockTimeout, Store
+    from triage_bot.triage.pipeline import triage_job
+
+    # The queue's "triage" job for a run named by its URL: the pull requests are found the
+    # way a fork's run finds them (by the run's branch and commit).
+    payload: dict[str, Any] = {
+        "kind": "triage",
+        "trigger": "cli",
+        "repo": run.repo,
+        "installation_id": None,  # the App's installation on the repository is looked up
+        "run_id": run.run_id,
+        "run_attempt": run.attempt,
+        "pull_requests": [],
+        "find_pr": True,
+    }
+    try:
+        with closing(Store(settings.database_url)) as store:
+            return triage_job(payload, settings, store, on_report=on_report)
+    except GitHubError as exc:
+        raise GitHubFailed(f"GitHub: {exc}") from exc
+    except LockTimeout as exc:
+        raise GitHubFailed(f"the comment is being edited by a worker: {exc}") from exc
+    except SQLAlchemyError as exc:
+        raise GitHubFailed(f"database: {exc}".splitlines()[0]) from exc
+
+
+def describe(run: RunUrl, result: dict[str, Any]) -> list[str]:
+    """What `retriage` did, one line each."""
+    where = f"{run.repo} run {run.run_id} attempt {result['run']['attempt']}"
+    if "skipped" in result:
+        return [f"{where}: not triaged: {result['skipped']}"]
+    jobs = result.get("jobs", [])
+    known = sum(1 for job in jobs if job.get("root_cause"))
+    lines = [f"{where}: {len(jobs)} failed jobs, {known} with a known cause"]
+    if not result["comments"]:
+        lines.append(f"{where}: belongs to no open pull request; nothing posted")
+    for comment in result["comments"]:
+        number, action = comment["pr"], comment["action"]
+        if "id" in comment:
+            lines.append(f"{run.repo}#{number}: comment {comment['id']} {action}")
+        else:
+            lines.append(f"{run.repo}#{number}: comment not posted ({action})")
+    return lines
+
+
 def print_report(report: Report, chosen: str | None, *, explain: bool = False) -> None:
     output_format = chosen or ("text" if sys.stdout.isatty() else "markdown")
     if output_format == "json":
@@ -94,20 +222,12 @@ def print_report(report: Report, chosen: str | None, *, explain: bool = False) -
                 shown["candidates"] = candidates_json(job.result)
         print(json.dumps(data, indent=2, ensure_ascii=False))
         return
-    print_view(report, output_format)
+    from triage_bot.core.render import render_comment, render_text  # jinja2: not for JSON
+
+    render = render_comment if output_format == "markdown" else render_text
+    sys.stdout.write(render(report))
     if explain:
         sys.stdout.write(explanation(report))
-
-
-def print_view(report: Report, output_format: str) -> None:
-    if output_format == "markdown":
-        from triage_bot.core.render import render_comment  # jinja2: not needed for JSON
-
-        sys.stdout.write(render_comment(report))
-    else:
-        from triage_bot.core.render import render_text
-
-        sys.stdout.write(render_text(report))
 
 
 def explanation(report: Report) -> str:

@@ -114,10 +114,6 @@ class Answer:
         return 200 <= self.status < 300
 
 
-def signature(body: bytes, secret: str) -> str:
-    return "sha256=" + hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
-
-
 def event_for(path: Path, given: str | None) -> str:
     if given is not None:
         if not _HEADER_WORD.fullmatch(given):
@@ -156,16 +152,6 @@ def read_payload(path: Path) -> bytes:
     return body
 
 
-def headers(body: bytes, secret: str, event: str, delivery: str) -> dict[str, str]:
-    return {
-        "Content-Type": "application/json",
-        "User-Agent": "GitHub-Hookshot/triage-bot-replay",
-        "X-GitHub-Event": event,
-        "X-GitHub-Delivery": delivery,
-        "X-Hub-Signature-256": signature(body, secret),
-    }
-
-
 def replay(
     path: Path, url: str, secret: str, *, event: str | None = None, delivery: str | None = None
 ) -> Answer:
@@ -176,12 +162,20 @@ def replay(
     if delivery is not None and not _HEADER_WORD.fullmatch(delivery):
         raise InputError(f"--delivery {delivery!r}: not a delivery id (e.g. a uuid)")
     body = read_payload(path)
-    sent = headers(body, secret, name, delivery or str(uuid.uuid4()))
+    delivery = delivery or str(uuid.uuid4())
+    digest = hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
+    sent = {
+        "Content-Type": "application/json",
+        "User-Agent": "GitHub-Hookshot/triage-bot-replay",
+        "X-GitHub-Event": name,
+        "X-GitHub-Delivery": delivery,
+        "X-Hub-Signature-256": f"sha256={digest}",
+    }
     try:
         response = httpx.post(target, content=body, headers=sent, timeout=TIMEOUT_S)
     except httpx.HTTPError as exc:
         return Answer(0, f"{target}: no answer: {exc}")
-    return Answer(response.status_code, _describe(response, sent["X-GitHub-Delivery"], name))
+    return Answer(response.status_code, _describe(response, delivery, name))
 
 
 def _describe(response: httpx.Response, delivery: str, event: str) -> str:
