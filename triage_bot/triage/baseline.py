@@ -151,13 +151,8 @@ def compare_with_base(
             )
         return marked
     except Exception as error:  # the comparison is extra: the triage stands without it
-        log.warning(
-            "%s run %d: no comparison with %s",
-            run.repository.full_name,
-            run.id,
-            base_ref,
-            exc_info=True,
-        )
+        repo = run.repository.full_name
+        log.warning("%s run %d: no comparison with %s", repo, run.id, base_ref, exc_info=True)
         return _noted(report, f"the comparison with {base_ref} could not be made: {error}")
 
 
@@ -206,22 +201,12 @@ def _triage_base(
     catalog: CompiledCatalog,
     max_log_bytes: int,
 ) -> TriagedRun:
-    log.info(
-        "%s: triaging run %d of %s for the comparison",
-        base.repository.full_name,
-        base.id,
-        base.head_branch,
-    )
+    repo, attempt = base.repository.full_name, base.run_attempt
+    log.info("%s: triaging run %d of %s for the comparison", repo, base.id, base.head_branch)
     report, _ = triage_run(
-        client,
-        base.repository.full_name,
-        base.id,
-        base.run_attempt,
-        catalog,
-        max_log_bytes=max_log_bytes,
-        run=base,
+        client, repo, base.id, attempt, catalog, max_log_bytes=max_log_bytes, run=base
     )
-    record_triage(store, base.repository.full_name, base, base.run_attempt, report)
+    record_triage(store, repo, base, attempt, report)
     triaged = _triaged(store, base)
     if triaged is None:
         raise RuntimeError(f"run {base.id} was triaged but its record is not there")

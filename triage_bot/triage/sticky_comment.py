@@ -60,13 +60,10 @@ def put_section(client: GitHubClient, store: Store, section: Section) -> dict[st
         stored = store.sections.of_head(repo, number, section.head_sha)
         body = compose_comment([s.body for s in stored], section.problems)
         result = client.upsert_comment(repo, number, body)
-        store.record_comment(repo, number, result.id, _hash(body), section.head_sha)
+        digest = hashlib.sha256(body.encode("utf-8")).hexdigest()
+        store.record_comment(repo, number, result.id, digest, section.head_sha)
     log.info("%s#%d: comment %d %s", repo, number, result.id, result.action)
     return {"pr": number, "action": result.action, "id": result.id}
-
-
-def _hash(body: str) -> str:
-    return hashlib.sha256(body.encode("utf-8")).hexdigest()
 
 
 # ---- a workflow that passed -----------------------------------------------------------------
