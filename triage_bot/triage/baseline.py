@@ -177,13 +177,22 @@ def base_failures(
     max_log_bytes: int,
 ) -> tuple[TriagedRun, list[JobFailure]]:
     """The base run's recorded failures; a run not yet triaged in full is triaged now, once."""
-    repo = base.repository.full_name
+    repo, attempt = base.repository.full_name, base.run_attempt
     triaged = _triaged(store, base)
     if triaged is None:
         with store.lock(f"base:{repo}:{base.id}", wait=BASE_LOCK_WAIT, ttl=BASE_LOCK_TTL):
             triaged = _triaged(store, base)  # another triage may have done it while we waited
             if triaged is None:
-                triaged = _triage_base(client, store, base, catalog, max_log_bytes)
+                log.info(
+                    "%s: triaging run %d of %s for the comparison", repo, base.id, base.head_branch
+                )
+                report, _ = triage_run(
+                    client, repo, base.id, attempt, catalog, max_log_bytes=max_log_bytes, run=base
+                )
+                record_triage(store, repo, base, attempt, report)
+                triaged = _triaged(store, base)
+    if triaged is None:
+        raise RuntimeError(f"run {base.id} was triaged but its record is not there")
     return triaged, store.failures.of_run(repo, base.id)
 
 
@@ -192,25 +201,6 @@ def _triaged(store: Store, base: WorkflowRun) -> TriagedRun | None:
     if found is None or not found.complete or found.run_attempt < base.run_attempt:
         return None
     return found
-
-
-def _triage_base(
-    client: GitHubClient,
-    store: Store,
-    base: WorkflowRun,
-    catalog: CompiledCatalog,
-    max_log_bytes: int,
-) -> TriagedRun:
-    repo, attempt = base.repository.full_name, base.run_attempt
-    log.info("%s: triaging run %d of %s for the comparison", repo, base.id, base.head_branch)
-    report, _ = triage_run(
-        client, repo, base.id, attempt, catalog, max_log_bytes=max_log_bytes, run=base
-    )
-    record_triage(store, repo, base, attempt, report)
-    triaged = _triaged(store, base)
-    if triaged is None:
-        raise RuntimeError(f"run {base.id} was triaged but its record is not there")
-    return triaged
 
 
 def mark(report: Report, base: BaseRun, failing: set[tuple[str, str]]) -> Report:

@@ -7,7 +7,6 @@ jobs). It posts nothing. `triage_run` is the one pipeline (DESIGN.md: webhook, C
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -30,25 +29,15 @@ FAILING_RUN_CONCLUSIONS = frozenset({"failure", "timed_out", "startup_failure"})
 # Logs downloaded at once per triage: enough to overlap one log's download with another's
 # classification, few enough not to look like a burst to GitHub's secondary rate limits.
 LOG_CONCURRENCY = 4
-
-
-_pool_lock = threading.Lock()
-_pools: list[ThreadPoolExecutor] = []
-
-
-def _log_pool() -> ThreadPoolExecutor:
-    """The process's threads for downloading and classifying logs (shared by all triages)."""
-    with _pool_lock:
-        if not _pools:
-            _pools.append(ThreadPoolExecutor(LOG_CONCURRENCY, thread_name_prefix="triage-log"))
-        return _pools[0]
+# The process's threads for downloading and classifying logs, shared by all triages; the
+# executor starts them as work arrives.
+_log_pool = ThreadPoolExecutor(LOG_CONCURRENCY, thread_name_prefix="triage-log")
 
 
 def warm_up() -> None:
     """Do at a worker's start what its first triage would otherwise wait for: compile the
-    built-in catalog, start the log threads, load the CA bundle."""
+    built-in catalog, load the CA bundle."""
     builtin_catalog()
-    _log_pool()
     tls_context()
 
 
@@ -72,7 +61,7 @@ def triage_run(
     run = run or client.get_run(repo, run_id)
     listed = client.list_jobs(repo, run_id, attempt)
     futures = [
-        _log_pool().submit(_triage_job, client, repo, job, catalog, max_log_bytes, retry_logs)
+        _log_pool.submit(_triage_job, client, repo, job, catalog, max_log_bytes, retry_logs)
         for job in listed.failed
     ]
     jobs = [future.result() for future in futures]

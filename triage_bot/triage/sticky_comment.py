@@ -30,7 +30,6 @@ class Target:
     """A pull request to comment on, or why not."""
 
     number: int
-    head_sha: str
     skip: str | None = None  # "stale", "closed": reason not to post
     base_ref: str = ""  # the branch it merges into, for the base-branch comparison
 
@@ -38,12 +37,12 @@ class Target:
 def target_for(client: GitHubClient, repo: str, head_sha: str, number: int) -> Target:
     pull = client.get_pull(repo, number)
     if pull.state != "open":
-        return Target(number, pull.head.sha, "closed")
+        return Target(number, "closed")
     if pull.head.sha != head_sha:
         # The pull request has moved on: this run's comment would describe old code, and the
         # run of the new head will (or did) write the comment.
-        return Target(number, pull.head.sha, "stale")
-    return Target(number, pull.head.sha, base_ref=pull.base.ref)
+        return Target(number, "stale")
+    return Target(number, base_ref=pull.base.ref)
 
 
 def put_section(client: GitHubClient, store: Store, section: Section) -> dict[str, Any]:
