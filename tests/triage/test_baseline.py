@@ -31,8 +31,10 @@ from triage.test_pipeline import (
 from triage_bot.core.render import render_comment, render_text
 from triage_bot.core.report import BaseRun, build_report
 from triage_bot.github_api.github import client_for_job
+from triage_bot.repo.repo_catalog import builtin_catalog
 from triage_bot.triage import baseline
-from triage_bot.triage.pipeline import builtin_catalog, triage_job, triage_run
+from triage_bot.triage.pipeline import triage_job
+from triage_bot.triage.run import triage_run
 
 __all__ = ["db_url"]  # fixture
 

@@ -1,4 +1,4 @@
-"""`/triage` commands: parsing a comment (commands), running one (command_job) and the
-replies (command_replies). It may import triage and everything below it; never the service
-or the command line.
+"""`/triage` commands: parsing a comment (commands), running one and its replies
+(command_job). It may import triage and everything below it; never the service or the
+command line.
 """

@@ -12,20 +12,31 @@ webhook, and replies only when there is nothing to triage. Every other answer is
 comment, posted at most once per command: the command is claimed in the store before its
 first write (a re-run or the reply), so a job run again after a crash never answers twice.
 
+A reply never pings anyone: it says "you", never `@login`, and whatever it repeats of the
+comment or of a job's name is in a code span with every `@` neutralised. The sticky comment's
+markdown is core/render.py's (with templates/); a reply is built here from the same helpers
+(core/sanitize.py) and the same rendering of a signature's texts (render_signature_text).
+
 `explain` and `retry` use the repository's catalog (repo_config.py): its own signatures too,
 less the ones its config disables, as its triage does.
 """
 
 from __future__ import annotations
 
+import difflib
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from triage_bot.commands import command_replies as replies
+import jinja2
+
 from triage_bot.commands.commands import Command, find_command
 from triage_bot.config import Settings
+from triage_bot.core import sanitize
+from triage_bot.core.catalog import Catalog, Signature
 from triage_bot.core.classify import CompiledCatalog
+from triage_bot.core.render import render_signature_text
 from triage_bot.github_api.github import (
     ClientOptions,
     GitHubClient,
@@ -34,13 +45,29 @@ from triage_bot.github_api.github import (
     WorkflowRun,
     client_for_job,
 )
-from triage_bot.repo.repo_config import repo_setup
+from triage_bot.repo.repo_config import CONFIG_PATH, repo_setup
 from triage_bot.store.store import Store
 from triage_bot.triage import pipeline
 from triage_bot.triage.retry import Verdict, plan, rerun, still_running
-from triage_bot.triage.run import FAILING_RUN_CONCLUSIONS
+from triage_bot.triage.run import FAILING_RUN_CONCLUSIONS, triage_run
 
 log = logging.getLogger(__name__)
+
+# The answer to `/triage help`, and to a command triage-bot does not know.
+HELP = """\
+| command | what it does | who may use it |
+| --- | --- | --- |
+| `/triage` | triage the pull request's latest failed runs again and update the comment | \
+people with write access, and the pull request's author |
+| `/triage retry` | re-run the failed jobs whose root cause a re-run usually cures \
+(signatures marked `retry: true`) | people with write access |
+| `/triage explain <signature-id>` | what a signature means and how to fix it | \
+people with write access, and the pull request's author |
+| `/triage help` | this list | anyone |
+
+Write the command at the start of a line of its own, outside quotes and code blocks."""
+WRITE_ACCESS = "write access to this repository (write, maintain or admin)"
+CLOSED = "The pull request is closed: there is nothing to triage."
 
 
 @dataclass(frozen=True)
@@ -81,7 +108,7 @@ def command_job(
         if not _allowed(call, author):
             log.info("%s#%d: %r by %s refused", repo, number, command.line, author)
             is_author = _same_login(author, pull.user.login)
-            return {**summary, **_answer(call, replies.refused(command, is_author=is_author))}
+            return {**summary, **_answer(call, _refused(command, is_author=is_author))}
         return {**summary, **_carry_out(call)}
 
 
@@ -94,16 +121,8 @@ def _carry_out(call: _Call) -> dict[str, Any]:
     if command.name == "explain":
         return _answer(call, _explain(call))
     if command.name == "help":
-        return _answer(call, replies.help_text())
-    return _answer(call, replies.unknown(command))
-
-
-def _explain(call: _Call) -> str:
-    setup = repo_setup(call.client, call.repo)
-    wanted = call.command.argument
-    if wanted in setup.config.disabled_signatures:
-        return replies.disabled(wanted)
-    return replies.explain(setup.catalog.catalog, wanted)
+        return _answer(call, f"**triage-bot commands**\n\n{HELP}")
+    return _answer(call, f"triage-bot has no command {_code(command.line)}.\n\n{HELP}")
 
 
 def _allowed(call: _Call, author: str) -> bool:
@@ -120,15 +139,28 @@ def _same_login(one: str, other: str) -> bool:
     return one.casefold() == other.casefold()  # GitHub logins are case-insensitive
 
 
+def _refused(command: Command, *, is_author: bool) -> str:
+    if command.name == "retry":
+        why = "it re-runs jobs, so it needs " + WRITE_ACCESS
+        if is_author:
+            why += "; the pull request's author without it can ask a maintainer"
+        return f"Not done: `/triage retry` is refused because {why}."
+    what = "`/triage explain`" if command.name == "explain" else "`/triage`"
+    return f"Not done: {what} is for people with {WRITE_ACCESS} and for the pull request's author."
+
+
 # ---- /triage -----------------------------------------------------------------------------
 
 
 def _retriage(call: _Call) -> dict[str, Any]:
     if call.pull.state != "open":
-        return _answer(call, replies.closed())
+        return _answer(call, CLOSED)
     runs = [r for r in latest_runs(call) if r.conclusion in FAILING_RUN_CONCLUSIONS]
     if not runs:
-        return _answer(call, replies.no_failed_runs(call.pull.head.sha))
+        head = call.pull.head.sha[:10]
+        return _answer(
+            call, f"No failed workflow run on the head commit `{head}`: nothing to triage."
+        )
     results = [
         pipeline.triage_job(
             _triage_payload(call, run),
@@ -182,21 +214,22 @@ def _triage_payload(call: _Call, run: WorkflowRun) -> dict[str, Any]:
 
 def _retry(call: _Call) -> dict[str, Any]:
     if call.pull.state != "open":
-        return _answer(call, replies.closed())
+        return _answer(call, CLOSED)
     catalog = repo_setup(call.client, call.repo).catalog
     planned = [found for run in latest_runs(call) if (found := _plan_run(call, run, catalog))]
     if not planned:
-        return _answer(call, replies.no_failed_jobs(call.pull.head.sha))
+        head = call.pull.head.sha[:10]
+        return _answer(call, f"No failed job on the head commit `{head}`: nothing to re-run.")
     if call.dry_run:
         results = [(run, verdicts) for run, verdicts, _ in planned]
-        return _dry_reply(call, replies.retry_summary(results))
+        return _dry_reply(call, _retry_summary(results))
     if not _claim(call):
         return {"action": "none", "reason": "this command was answered before"}
     results = [
         (run, rerun(call.client, call.repo, run.id, verdicts, jobs))
         for run, verdicts, jobs in planned
     ]
-    answer = _post_reply(call, replies.retry_summary(results))
+    answer = _post_reply(call, _retry_summary(results))
     rerun_ids = [v.job_id for _, verdicts in results for v in verdicts if v.rerun]
     return {**answer, "rerun": rerun_ids}
 
@@ -212,7 +245,7 @@ def _plan_run(
     if run.conclusion not in FAILING_RUN_CONCLUSIONS:
         return None
     # The logs say which failures a re-run cures: triage this attempt again (nothing posted).
-    report, _ = pipeline.triage_run(
+    report, _ = triage_run(
         client,
         repo,
         run.id,
@@ -223,6 +256,79 @@ def _plan_run(
     )
     jobs = client.list_jobs(repo, run.id, run.run_attempt)
     return (run, plan(report, jobs), jobs) if jobs.failed else None
+
+
+def _retry_summary(results: Sequence[tuple[WorkflowRun, Sequence[Verdict]]]) -> str:
+    done = [(run, v) for run, verdicts in results for v in verdicts if v.rerun]
+    left = [(run, v) for run, verdicts in results for v in verdicts if not v.rerun]
+    parts = []
+    if done:
+        count = f"{len(done)} job{'s' if len(done) != 1 else ''}"
+        parts.append(f"Re-ran {count} whose failure a re-run usually cures:\n")
+        parts += [f"- {_job(run, v)}: {_code(v.signature or '')}" for run, v in done]
+    else:
+        parts.append("Nothing was re-run.")
+    if left:
+        parts.append("\nNot re-run:\n")
+        parts += [f"- {_job(run, v)}: {v.reason}" for run, v in left]
+    return "\n".join(parts)
+
+
+def _job(run: WorkflowRun, verdict: Verdict) -> str:
+    workflow = sanitize.escape_text(run.name or f"run {run.id}")
+    return f"{_code(verdict.job)} ([{workflow}]({run.html_url}))"
+
+
+# ---- /triage explain ------------------------------------------------------------------------
+
+
+def _explain(call: _Call) -> str:
+    setup = repo_setup(call.client, call.repo)
+    wanted, catalog = call.command.argument, setup.catalog.catalog
+    if wanted in setup.config.disabled_signatures:
+        return (
+            f"The signature {_code(wanted)} is disabled in this repository "
+            f"(`disable:` in `{CONFIG_PATH}`): triage-bot does not use it here."
+        )
+    signature = catalog.get(wanted)
+    if signature is None:
+        return _unknown_signature(catalog, wanted)
+    # Each capture shows as its name, <module> say, where a real failure has its value.
+    placeholders = {name: f"<{name}>" for name in signature.pattern.groupindex}
+    lines = [
+        f"### {sanitize.escape_text(signature.title)} ({_code(signature.id)})",
+        "",
+        f"Category: {sanitize.escape_text(signature.category)}"
+        + (" · a re-run usually cures it (`/triage retry`)" if signature.retry else ""),
+        "",
+        f"**What it means**: {_render(signature, signature.summary, placeholders)}",
+        "",
+        "**Suggested fix**",
+        "",
+        _render(signature, signature.fix, placeholders),
+    ]
+    if signature.from_repository:  # not the built-in one, even if it has a built-in's id
+        lines += ["", f"_This signature is this repository's own: {_code(str(signature.path))}._"]
+    if signature.references:
+        lines += ["", "**References**", ""]
+        lines += [f"- {sanitize.neutralise_mentions(url)}" for url in signature.references]
+    return "\n".join(lines)
+
+
+def _render(signature: Signature, template: str, captures: dict[str, str]) -> str:
+    try:
+        return render_signature_text(template, captures).strip()
+    except jinja2.TemplateError as error:
+        return sanitize.escape_text(f"(this signature's text does not render: {error})")
+
+
+def _unknown_signature(catalog: Catalog, wanted: str) -> str:
+    ids = [s.id for s in catalog.signatures]
+    close = difflib.get_close_matches(wanted, ids, n=3, cutoff=0.6)
+    text = f"No signature has the id {_code(wanted)}."
+    if close:
+        text += " Did you mean " + ", ".join(_code(i) for i in close) + "?"
+    return text
 
 
 # ---- replies -------------------------------------------------------------------------------
@@ -241,9 +347,7 @@ def _claim(call: _Call) -> bool:
 
 
 def _post_reply(call: _Call, text: str) -> dict[str, Any]:
-    made = call.client.create_comment(
-        call.repo, call.pull.number, replies.reply(call.command, text)
-    )
+    made = call.client.create_comment(call.repo, call.pull.number, _reply(call.command, text))
     log.info(
         "%s#%d: replied to %r (comment %d)", call.repo, call.pull.number, call.command.line, made.id
     )
@@ -251,6 +355,16 @@ def _post_reply(call: _Call, text: str) -> dict[str, Any]:
 
 
 def _dry_reply(call: _Call, text: str) -> dict[str, Any]:
-    body = replies.reply(call.command, text)
+    body = _reply(call.command, text)
     log.info("dry run: the reply on %s#%d would be:\n%s", call.repo, call.pull.number, body)
     return {"action": "dry_run", "reply": body}
+
+
+def _reply(command: Command, text: str) -> str:
+    """The whole reply: the command quoted (so the thread reads well), then the answer."""
+    return f"> {_code(command.line)}\n\n{text.strip()}\n"
+
+
+def _code(text: str) -> str:
+    """Untrusted text shown as inline code that mentions no one."""
+    return sanitize.code_span(sanitize.neutralise_mentions(text))

@@ -22,19 +22,6 @@ CommandName = Literal["triage", "retry", "explain", "help", "unknown"]
 # Bounds what a command may carry into a job, a log line or a reply.
 MAX_ARGUMENT = 200
 
-HELP = """\
-| command | what it does | who may use it |
-| --- | --- | --- |
-| `/triage` | triage the pull request's latest failed runs again and update the comment | \
-people with write access, and the pull request's author |
-| `/triage retry` | re-run the failed jobs whose root cause a re-run usually cures \
-(signatures marked `retry: true`) | people with write access |
-| `/triage explain <signature-id>` | what a signature means and how to fix it | \
-people with write access, and the pull request's author |
-| `/triage help` | this list | anyone |
-
-Write the command at the start of a line of its own, outside quotes and code blocks."""
-
 
 @dataclass(frozen=True)
 class Command:

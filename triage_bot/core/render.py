@@ -10,7 +10,7 @@ sandbox with a budget (template_budget.py) and StrictUndefined.
 Every value any markdown template prints (captures, log lines, job names) becomes a slot while
 it renders, and sanitize.fill_slots writes it in the form that is inert where it landed; only
 Safe markdown (a signature's rendered text, GitHub's URLs) is printed as it is.
-The replies to `/triage` commands (triage_bot/commands/command_replies.py) are built from
+The replies to `/triage` commands (triage_bot/commands/command_job.py) are built from
 sanitize's helpers and render_signature_text.
 """
 

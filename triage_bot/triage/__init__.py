@@ -1,5 +1,5 @@
-"""The triage: a run's failed jobs -> one report (run) -> the sticky comment (pipeline,
-sticky_comment), the check run, the base-branch comparison (baseline), a run's notes and
-links (run_notes) and the automatic re-run (retry). It may import repo, store, github_api,
-the catalog tools, the core and the top-level modules; never commands, service or cli.
+"""The triage: a run's failed jobs -> one report, with its notes and links (run) -> the sticky
+comment (pipeline, sticky_comment), the check run, the base-branch comparison (baseline) and
+the automatic re-run (retry). It may import repo, store, github_api, the catalog tools, the
+core and the top-level modules; never commands, service or cli.
 """

@@ -151,13 +151,8 @@ def compare_with_base(
             )
         return marked
     except Exception as error:  # the comparison is extra: the triage stands without it
-        log.warning(
-            "%s run %d: no comparison with %s",
-            run.repository.full_name,
-            run.id,
-            base_ref,
-            exc_info=True,
-        )
+        repo = run.repository.full_name
+        log.warning("%s run %d: no comparison with %s", repo, run.id, base_ref, exc_info=True)
         return _noted(report, f"the comparison with {base_ref} could not be made: {error}")
 
 
@@ -182,13 +177,22 @@ def base_failures(
     max_log_bytes: int,
 ) -> tuple[TriagedRun, list[JobFailure]]:
     """The base run's recorded failures; a run not yet triaged in full is triaged now, once."""
-    repo = base.repository.full_name
+    repo, attempt = base.repository.full_name, base.run_attempt
     triaged = _triaged(store, base)
     if triaged is None:
         with store.lock(f"base:{repo}:{base.id}", wait=BASE_LOCK_WAIT, ttl=BASE_LOCK_TTL):
             triaged = _triaged(store, base)  # another triage may have done it while we waited
             if triaged is None:
-                triaged = _triage_base(client, store, base, catalog, max_log_bytes)
+                log.info(
+                    "%s: triaging run %d of %s for the comparison", repo, base.id, base.head_branch
+                )
+                report, _ = triage_run(
+                    client, repo, base.id, attempt, catalog, max_log_bytes=max_log_bytes, run=base
+                )
+                record_triage(store, repo, base, attempt, report)
+                triaged = _triaged(store, base)
+    if triaged is None:
+        raise RuntimeError(f"run {base.id} was triaged but its record is not there")
     return triaged, store.failures.of_run(repo, base.id)
 
 
@@ -197,35 +201,6 @@ def _triaged(store: Store, base: WorkflowRun) -> TriagedRun | None:
     if found is None or not found.complete or found.run_attempt < base.run_attempt:
         return None
     return found
-
-
-def _triage_base(
-    client: GitHubClient,
-    store: Store,
-    base: WorkflowRun,
-    catalog: CompiledCatalog,
-    max_log_bytes: int,
-) -> TriagedRun:
-    log.info(
-        "%s: triaging run %d of %s for the comparison",
-        base.repository.full_name,
-        base.id,
-        base.head_branch,
-    )
-    report, _ = triage_run(
-        client,
-        base.repository.full_name,
-        base.id,
-        base.run_attempt,
-        catalog,
-        max_log_bytes=max_log_bytes,
-        run=base,
-    )
-    record_triage(store, base.repository.full_name, base, base.run_attempt, report)
-    triaged = _triaged(store, base)
-    if triaged is None:
-        raise RuntimeError(f"run {base.id} was triaged but its record is not there")
-    return triaged
 
 
 def mark(report: Report, base: BaseRun, failing: set[tuple[str, str]]) -> Report:

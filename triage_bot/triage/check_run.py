@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from triage_bot.core.cache import Lru
-from triage_bot.core.classify_results import Match
 from triage_bot.core.render import COMMENT_MARKER, render_comment
-from triage_bot.core.report import Job, Report
+from triage_bot.core.report import Report
 from triage_bot.core.source_refs import candidates, source_refs
 from triage_bot.github_api.github import CheckRun, GitHubClient, WorkflowRun
 from triage_bot.store.store import Store
@@ -37,15 +35,6 @@ _TITLE_CHARS = 255
 
 # (repo, commit, path) -> whether the file exists there; a commit never changes.
 _exists: Lru[tuple[str, str, str], bool] = Lru(4096)
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """A log line to look for file references in, and what an annotation there says."""
-
-    text: str
-    title: str
-    message: str
 
 
 def publish(
@@ -69,7 +58,8 @@ def publish(
         found = client.find_check_run(repo, run.head_sha, CHECK_NAME, str(run.id))
         sent = _already_sent(found)
         fresh = [a for a in annotations[:MAX_ANNOTATIONS] if _key(a) not in sent]
-        batches = list(_batches(fresh)) or [[]]
+        step = ANNOTATIONS_PER_REQUEST
+        batches = [fresh[start : start + step] for start in range(0, len(fresh), step)] or [[]]
         fields = {"status": "completed", "conclusion": "neutral", "details_url": run.html_url}
         first = {**fields, "output": {**output, "annotations": batches[0]}}
         if found is None:
@@ -92,11 +82,6 @@ def _already_sent(check: CheckRun | None) -> set[tuple[Any, ...]]:
 
 def _key(annotation: dict[str, Any]) -> tuple[Any, ...]:
     return (annotation.get("path"), annotation.get("start_line"), annotation.get("message"))
-
-
-def _batches(annotations: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
-    for start in range(0, len(annotations), ANNOTATIONS_PER_REQUEST):
-        yield annotations[start : start + ANNOTATIONS_PER_REQUEST]
 
 
 def _title(report: Report) -> str:
@@ -147,8 +132,8 @@ def annotations_for(report: Report, repo_name: str, exists: Exists) -> list[dict
     (`repo_name` helps map absolute paths); the failures in the report's order, each's lines
     in the log's order."""
     annotations: dict[tuple[str, int], dict[str, Any]] = {}
-    for evidence in _evidence(report):
-        for ref in source_refs(evidence.text):
+    for text, title, message in _evidence(report):
+        for ref in source_refs(text):
             path = next((c for c in candidates(ref.path, repo_name) if exists(c)), None)
             if path is not None and (path, ref.line) not in annotations:
                 annotations[(path, ref.line)] = {
@@ -156,25 +141,24 @@ def annotations_for(report: Report, repo_name: str, exists: Exists) -> list[dict
                     "start_line": ref.line,
                     "end_line": ref.line,
                     "annotation_level": "failure",
-                    "title": evidence.title[:_TITLE_CHARS],
-                    "message": evidence.message[:_MESSAGE_CHARS],
+                    "title": title[:_TITLE_CHARS],
+                    "message": message[:_MESSAGE_CHARS],
                 }
     return list(annotations.values())
 
 
-def _evidence(report: Report) -> Iterator[Evidence]:
+def _evidence(report: Report) -> Iterator[tuple[str, str, str]]:
+    """The log lines to look for file references in, each with what an annotation there
+    says: its title and its message."""
     for group in report.groups:
-        yield from _match_evidence(group.jobs[0], group.example, group.signature.title)
+        match, job = group.example, group.jobs[0]
+        message = f"{match.text}\n(job {job.name}, line {match.line} of its log)"
+        for text in [*match.before, match.text, *match.after]:
+            yield text, group.signature.title, message
     for job in report.unmatched:
         for line in job.result.fallback_lines:
             message = f"{line.text}\n(job {job.name}, line {line.line} of its log)"
-            yield Evidence(line.text, "Error line no signature explains", message)
-
-
-def _match_evidence(job: Job, match: Match, title: str) -> Iterator[Evidence]:
-    message = f"{match.text}\n(job {job.name}, line {match.line} of its log)"
-    for text in [*match.before, match.text, *match.after]:
-        yield Evidence(text, title, message)
+            yield line.text, "Error line no signature explains", message
 
 
 def clear_cache() -> None:

@@ -12,30 +12,20 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from triage_bot.config import Settings
 from triage_bot.core.render import compose_comment
 from triage_bot.core.report import Report, report_json
-from triage_bot.github_api.github import (
-    ClientOptions,
-    GitHubClient,
-    WorkflowRun,
-    client_for_job,
-)
-from triage_bot.repo.repo_catalog import builtin_catalog as builtin_catalog  # re-exported
+from triage_bot.github_api.github import ClientOptions, GitHubClient, WorkflowRun, client_for_job
 from triage_bot.repo.repo_config import RepoConfig, repo_setup, skip_reason
 from triage_bot.store.comment_sections import Section
 from triage_bot.store.store import Store
 from triage_bot.triage import baseline, check_run
-from triage_bot.triage.baseline import base_job_name as base_job_name  # where it used to live
 from triage_bot.triage.retry import auto_retry
-from triage_bot.triage.run import triage_run as triage_run  # re-exported
-from triage_bot.triage.sticky_comment import (
-    Target,
-    put_section,
-    target_for,
-)
+from triage_bot.triage.run import triage_run as triage_run  # the CLI imports it from here
+from triage_bot.triage.sticky_comment import Target, put_section, target_for
 
 log = logging.getLogger(__name__)
 
@@ -62,9 +52,18 @@ def triage_job(
     repo, run_id, attempt = str(payload["repo"]), int(payload["run_id"]), payload["run_attempt"]
     with client_for_job(settings, payload, options) as client:
         run = client.get_run(repo, run_id)
-        attempt = run.run_attempt if attempt is None else attempt  # None: the latest (command line)
+        attempt = int(run.run_attempt if attempt is None else attempt)  # None: the latest (CLI)
         targets = _targets(client, repo, run, payload)
-        summary: dict[str, Any] = {"run": _run_json(run, attempt), "dry_run": dry_run}
+        summary: dict[str, Any] = {
+            "run": {
+                "id": run.id,
+                "attempt": attempt,
+                "workflow": run.name,
+                "head_sha": run.head_sha,
+                "url": run.html_url,
+            },
+            "dry_run": dry_run,
+        }
         if targets and all(t.skip for t in targets):
             log.info("run %s of %s: not triaged: %s", run_id, repo, _skips(targets))
             return {**summary, "skipped": _skips(targets), "comments": []}
@@ -78,14 +77,14 @@ def triage_job(
             client,
             repo,
             run_id,
-            int(attempt),
+            attempt,
             setup.catalog,
             max_log_bytes=settings.max_log_bytes,
             run=run,
             setup_problems=setup.problems,
             retry_logs=retry_logs,
         )
-        baseline.record_triage(store, repo, run, int(attempt), report)
+        baseline.record_triage(store, repo, run, attempt, report)
         bases = (t.base_ref for t in targets if not t.skip)
         compared = baseline.compare(client, store, run, report, bases, setup.catalog, settings)
         if on_report is not None:
@@ -96,17 +95,18 @@ def triage_job(
             )
             return {**summary, "skipped": "taken over by another worker", "comments": []}
         posts = targets if config.wants_comment else []
-        problems = compared.report.setup_problems
+        workflow = str(run.workflow_id) if run.workflow_id else f"name:{run.name}"
+        # Each pull request's section: this one with its number and its base's comparison.
+        section = Section(
+            repo, 0, workflow[:255], (run.name or "")[:255], run.id, attempt, run.head_sha,
+            body="", problems=tuple(compared.report.setup_problems),
+        )  # fmt: skip
         comments = [
             _post(
                 client,
                 store,
-                repo,
-                run,
-                int(attempt),
                 t,
-                compared.section(t.base_ref),
-                problems,
+                replace(section, pr_number=t.number, body=compared.section(t.base_ref)),
                 dry_run,
             )
             for t in posts
@@ -115,9 +115,7 @@ def triage_job(
             summary["check_run"] = check_run.publish(
                 client, store, repo, run, compared.report, dry_run=dry_run
             )
-        retried = auto_retry(
-            client, store, repo, run, int(attempt), report, config, dry_run=dry_run
-        )
+        retried = auto_retry(client, store, repo, run, attempt, report, config, dry_run=dry_run)
     result = {**report_json(compared.report), **summary, "comments": comments}
     return result if retried is None else {**result, "auto_retry": retried}
 
@@ -136,37 +134,14 @@ def _skips(targets: Sequence[Target]) -> str:
 
 
 def _post(
-    client: GitHubClient,
-    store: Store,
-    repo: str,
-    run: WorkflowRun,
-    attempt: int,
-    target: Target,
-    section: str,
-    problems: Sequence[str],
-    dry_run: bool,
+    client: GitHubClient, store: Store, target: Target, section: Section, dry_run: bool
 ) -> dict[str, Any]:
     """Put the run's `section` in the pull request's comment, beside the sections of the
     head commit's other failing workflows."""
     if target.skip:
         return {"pr": target.number, "action": target.skip}
     if dry_run:
-        body = compose_comment([section], problems)
-        log.info("dry run: the comment for %s#%d would be:\n%s", repo, target.number, body)
+        body = compose_comment([section.body], section.problems)
+        log.info("dry run: the comment for %s#%d would be:\n%s", section.repo, target.number, body)
         return {"pr": target.number, "action": "dry_run"}
-    workflow = str(run.workflow_id) if run.workflow_id else f"name:{run.name}"
-    stored = Section(
-        repo, target.number, workflow[:255], (run.name or "")[:255], run.id, attempt,
-        run.head_sha, section, tuple(problems),
-    )  # fmt: skip
-    return put_section(client, store, stored)
-
-
-def _run_json(run: WorkflowRun, attempt: object) -> dict[str, Any]:
-    return {
-        "id": run.id,
-        "attempt": attempt,
-        "workflow": run.name,
-        "head_sha": run.head_sha,
-        "url": run.html_url,
-    }
+    return put_section(client, store, section)

@@ -1,26 +1,27 @@
 """Triage one run: its failed jobs, each log streamed straight into a classifier (no log is
-ever held whole), the lines linked to GitHub's log viewer, the report and its comment. It posts
-nothing. `triage_run` is the one pipeline (DESIGN.md: webhook, CLI and `/triage` share it);
-pipeline.py, baseline.py, command_job.py and the CLI's rerun call it.
+ever held whole), the lines linked to GitHub's log viewer (`#step:S:L`), the report and its
+comment, with what it says beside the failures (why a log could not be read whole, cancelled
+jobs). It posts nothing. `triage_run` is the one pipeline (DESIGN.md: webhook, CLI and
+`/triage` share it); pipeline.py, baseline.py, command_job.py and the CLI's rerun call it.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from triage_bot.config import DEFAULT_MAX_LOG_BYTES
 from triage_bot.core import logs
 from triage_bot.core.classify import CompiledCatalog, JobClassifier
+from triage_bot.core.classify_results import JobResult
 from triage_bot.core.log_tail import tail_note
 from triage_bot.core.render import render_comment
 from triage_bot.core.report import Job, Report, build_report
-from triage_bot.github_api.github import GitHubClient, WorkflowRun, tls_context
+from triage_bot.github_api.github import GitHubClient, LogOutcome, WorkflowRun, tls_context
 from triage_bot.github_api.github import WorkflowJob as GitHubJob
 from triage_bot.github_api.outage import check_log
 from triage_bot.repo.repo_catalog import builtin_catalog
-from triage_bot.triage.run_notes import line_urls, log_note, run_notes
 
 # The conclusions of a workflow run that make it worth a triage (events.py, command_job.py).
 FAILING_RUN_CONCLUSIONS = frozenset({"failure", "timed_out", "startup_failure"})
@@ -28,25 +29,15 @@ FAILING_RUN_CONCLUSIONS = frozenset({"failure", "timed_out", "startup_failure"})
 # Logs downloaded at once per triage: enough to overlap one log's download with another's
 # classification, few enough not to look like a burst to GitHub's secondary rate limits.
 LOG_CONCURRENCY = 4
-
-
-_pool_lock = threading.Lock()
-_pools: list[ThreadPoolExecutor] = []
-
-
-def _log_pool() -> ThreadPoolExecutor:
-    """The process's threads for downloading and classifying logs (shared by all triages)."""
-    with _pool_lock:
-        if not _pools:
-            _pools.append(ThreadPoolExecutor(LOG_CONCURRENCY, thread_name_prefix="triage-log"))
-        return _pools[0]
+# The process's threads for downloading and classifying logs, shared by all triages; the
+# executor starts them as work arrives.
+_log_pool = ThreadPoolExecutor(LOG_CONCURRENCY, thread_name_prefix="triage-log")
 
 
 def warm_up() -> None:
     """Do at a worker's start what its first triage would otherwise wait for: compile the
-    built-in catalog, start the log threads, load the CA bundle."""
+    built-in catalog, load the CA bundle."""
     builtin_catalog()
-    _log_pool()
     tls_context()
 
 
@@ -70,7 +61,7 @@ def triage_run(
     run = run or client.get_run(repo, run_id)
     listed = client.list_jobs(repo, run_id, attempt)
     futures = [
-        _log_pool().submit(_triage_job, client, repo, job, catalog, max_log_bytes, retry_logs)
+        _log_pool.submit(_triage_job, client, repo, job, catalog, max_log_bytes, retry_logs)
         for job in listed.failed
     ]
     jobs = [future.result() for future in futures]
@@ -79,7 +70,7 @@ def triage_run(
         title=run.name,
         url=run.html_url,
         head_sha=run.head_sha,
-        footer_notes=run_notes(run, listed.cancelled),
+        footer_notes=_run_notes(run, listed.cancelled),
         setup_problems=list(setup_problems),
     )
     return report, render_comment(report)
@@ -103,6 +94,48 @@ def _triage_job(
     return Job(
         result,
         url=job.html_url or None,
-        line_urls=line_urls(job.html_url, result, steps),
-        note=log_note(outcome) or tail_note(classifier.tail),
+        line_urls=_line_urls(job.html_url, result, steps),
+        note=_log_note(outcome) or tail_note(classifier.tail),
     )
+
+
+# ---- what the report says beside the failures ------------------------------------------
+
+
+def _line_urls(job_url: str, result: JobResult, steps: Iterable[Any]) -> dict[int, str]:
+    """GitHub's `#step:S:L` link for every line the comment shows."""
+    if not job_url:
+        return {}
+    timed = [logs.Step(s.number, s.started_at, s.completed_at) for s in steps]
+    wanted = {m.line for m in result.matches} | {f.line for f in result.fallback_lines}
+    urls = {}
+    for line in sorted(wanted):
+        place = logs.locate_step(line, result.groups, timed)
+        if place is not None:
+            urls[line] = f"{job_url}#step:{place[0]}:{place[1]}"
+    return urls
+
+
+def _log_note(outcome: LogOutcome) -> str | None:
+    if outcome.status == "ok":
+        if outcome.capped:
+            return f"only the first {outcome.bytes_read:,} bytes of the log were read"
+        return None
+    if outcome.status == "expired":
+        return f"the log has expired, nothing could be read ({outcome.reason})"
+    if outcome.status == "missing":
+        return "GitHub has no log for this job"
+    if outcome.partial:
+        return f"the log download broke off after {outcome.bytes_read:,} bytes ({outcome.reason})"
+    return f"the log could not be downloaded ({outcome.reason})"
+
+
+def _run_notes(run: WorkflowRun, cancelled: Sequence[GitHubJob]) -> list[str]:
+    notes = []
+    if run.status != "completed":
+        notes.append("the run is still going: this comment is updated as more jobs fail")
+    if cancelled:
+        names = ", ".join(job.name for job in cancelled[:5])
+        more = f" and {len(cancelled) - 5} more" if len(cancelled) > 5 else ""
+        notes.append(f"{len(cancelled)} cancelled job(s) not triaged: {names}{more}")
+    return notes

@@ -30,7 +30,6 @@ class Target:
     """A pull request to comment on, or why not."""
 
     number: int
-    head_sha: str
     skip: str | None = None  # "stale", "closed": reason not to post
     base_ref: str = ""  # the branch it merges into, for the base-branch comparison
 
@@ -38,12 +37,12 @@ class Target:
 def target_for(client: GitHubClient, repo: str, head_sha: str, number: int) -> Target:
     pull = client.get_pull(repo, number)
     if pull.state != "open":
-        return Target(number, pull.head.sha, "closed")
+        return Target(number, "closed")
     if pull.head.sha != head_sha:
         # The pull request has moved on: this run's comment would describe old code, and the
         # run of the new head will (or did) write the comment.
-        return Target(number, pull.head.sha, "stale")
-    return Target(number, pull.head.sha, base_ref=pull.base.ref)
+        return Target(number, "stale")
+    return Target(number, base_ref=pull.base.ref)
 
 
 def put_section(client: GitHubClient, store: Store, section: Section) -> dict[str, Any]:
@@ -60,13 +59,10 @@ def put_section(client: GitHubClient, store: Store, section: Section) -> dict[st
         stored = store.sections.of_head(repo, number, section.head_sha)
         body = compose_comment([s.body for s in stored], section.problems)
         result = client.upsert_comment(repo, number, body)
-        store.record_comment(repo, number, result.id, _hash(body), section.head_sha)
+        digest = hashlib.sha256(body.encode("utf-8")).hexdigest()
+        store.record_comment(repo, number, result.id, digest, section.head_sha)
     log.info("%s#%d: comment %d %s", repo, number, result.id, result.action)
     return {"pr": number, "action": result.action, "id": result.id}
-
-
-def _hash(body: str) -> str:
-    return hashlib.sha256(body.encode("utf-8")).hexdigest()
 
 
 # ---- a workflow that passed -----------------------------------------------------------------
