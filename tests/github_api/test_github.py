@@ -365,7 +365,7 @@ def test_each_answer_is_counted_with_its_own_status(world: World) -> None:
     with client(world) as gh:
         gh.upsert_comment(REPO, world.pull.number, f"{COMMENT_MARKER}\ncounted")
         assert gh.stream_job_log(REPO, job_id(world, "test (1)"), Collect()).ok
-        gh.get_run(REPO, world.run.id).conclusion
+        assert gh.get_run(REPO, world.run.id).conclusion == "failure"
     after = [sample(calls, labels) for labels in (comments, logs, run)]
     assert [a - b for a, b in zip(after, before, strict=True)] == [1, 1, 1]
 

@@ -143,7 +143,7 @@ def _triage_url(args: argparse.Namespace, url: str) -> None:
         if shown:
             return  # else nothing was triaged (every pull request was skipped): print it
     from triage_bot.github_api.github import GitHubError, client_for_repo
-    from triage_bot.triage.pipeline import triage_run
+    from triage_bot.triage.run import triage_run
 
     try:
         with client_for_repo(settings, run.repo) as client:

@@ -24,7 +24,7 @@ from triage_bot.store.comment_sections import Section
 from triage_bot.store.store import Store
 from triage_bot.triage import baseline, check_run
 from triage_bot.triage.retry import auto_retry
-from triage_bot.triage.run import triage_run as triage_run  # the CLI imports it from here
+from triage_bot.triage.run import triage_run
 from triage_bot.triage.sticky_comment import Target, put_section, target_for
 
 log = logging.getLogger(__name__)
