@@ -13,22 +13,19 @@ built-in signatures come first on a tie). The `.log` window holds the lines arou
 
 from __future__ import annotations
 
-import json
 import re
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
-from typing import Any
 
 import jsonschema
 import regex
 import yaml
 
 from triage_bot.catalog_tools import catalog_check
-from triage_bot.core import logs, resources, sources
-from triage_bot.core.catalog import Catalog, Signature
+from triage_bot.core import logs, sources
+from triage_bot.core.catalog import Catalog, Signature, schema
 from triage_bot.core.classify import CompiledCatalog, classify
 
 WINDOW_BEFORE = 20
@@ -106,19 +103,13 @@ def create(request: Request) -> Draft:
 # ---- checks ---------------------------------------------------------------------------------
 
 
-@cache
-def _schema() -> dict[str, Any]:
-    loaded: dict[str, Any] = json.loads(resources.schema_path().read_text(encoding="utf-8"))
-    return loaded
-
-
 def categories() -> list[str]:
-    return list(_schema()["properties"]["category"]["enum"])
+    return list(schema()["properties"]["category"]["enum"])
 
 
 def _check_fields(request: Request) -> None:
     """The id, category and title against the schema's own rules for them."""
-    fields = _schema()["properties"]
+    fields = schema()["properties"]
     given = {"id": request.ident, "category": request.category, "title": request.title}
     for name, value in given.items():
         if value is None:

@@ -116,11 +116,17 @@ class Catalog:
 
 
 @cache
+def schema() -> dict[str, Any]:
+    """patterns/schema.json: what a signature file may hold."""
+    loaded: dict[str, Any] = json.loads(resources.schema_path().read_text(encoding="utf-8"))
+    return loaded
+
+
+@cache
 def _validator() -> Any:
     import jsonschema  # imported here: it is the slowest import on the start-up path
 
-    schema = json.loads(resources.schema_path().read_text(encoding="utf-8"))
-    return jsonschema.Draft202012Validator(schema)
+    return jsonschema.Draft202012Validator(schema())
 
 
 def signature_files(paths: Sequence[Path]) -> list[Path]:
@@ -145,17 +151,15 @@ def listed_files(paths: Sequence[Path]) -> tuple[list[Path], list[Problem]]:
             if target == root or root in target.parents:
                 files.append(file)
             else:
-                problems.append(_outside(file, target, path))
+                problems.append(
+                    Problem(
+                        file,
+                        None,
+                        f"a symbolic link to {target}, outside {path}; skipped",
+                        "copy the file into the folder",
+                    )
+                )
     return files, problems
-
-
-def _outside(file: Path, target: Path, folder: Path) -> Problem:
-    return Problem(
-        file,
-        None,
-        f"a symbolic link to {target}, outside {folder}; skipped",
-        "copy the file into the folder",
-    )
 
 
 def load_catalog(
@@ -372,19 +376,14 @@ def _build(
     return signature, []
 
 
-def line_of_key(path: Path, keys: list[str | int]) -> int | None:
-    """The line of a key inside a signature file, for messages about it."""
-    try:
-        return line_in_text(path.read_text(encoding="utf-8"), keys)
-    except OSError:
-        return None
-
-
 def signature_line(signature: Signature, keys: list[str | int]) -> int | None:
     """The line of a key inside a signature's file, wherever its text came from."""
     if signature.source is not None:
         return line_in_text(signature.source, keys)
-    return line_of_key(signature.path, keys)
+    try:
+        return line_in_text(signature.path.read_text(encoding="utf-8"), keys)
+    except OSError:
+        return None
 
 
 def line_in_text(text: str, keys: list[str | int]) -> int | None:
