@@ -27,8 +27,8 @@ import jinja2
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from triage_bot.core import resources, sanitize
-from triage_bot.core.catalog import Signature
+from triage_bot.core import sanitize
+from triage_bot.core.catalog import Signature, data_dir
 from triage_bot.core.report import BaseRun, Group, Job, Report
 from triage_bot.core.template_budget import BudgetSandbox, compile_bounded, render_bounded
 
@@ -120,7 +120,7 @@ def _env() -> jinja2.Environment:
 def _file_env(**options: Any) -> jinja2.Environment:
     """The templates' environment; without `finalize`, the terminal view's: plain text."""
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(resources.templates_dir())),
+        loader=jinja2.FileSystemLoader(str(data_dir("templates"))),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=True,
