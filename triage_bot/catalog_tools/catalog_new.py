@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,7 +136,8 @@ def _read_window(log: str, number: int) -> _Window:
     after: list[bytes] = []
     count = 0
     try:
-        for count, raw in enumerate(_lines(found[0]), start=1):
+        lines = logs.raw_lines(sources.read_chunks(found[0].open()))
+        for count, raw in enumerate((line.removesuffix(b"\r") for line in lines), start=1):
             if count < number:
                 before.append(raw)
             elif count == number:
@@ -154,11 +154,6 @@ def _read_window(log: str, number: int) -> _Window:
     kept_before = [line for line in before if not line.startswith(b"#!")]
     kept_after = [line for line in after if not line.startswith(b"#!")]
     return _Window([*kept_before, chosen, *kept_after], len(kept_before))
-
-
-def _lines(log: sources.JobLog) -> Iterator[bytes]:
-    for raw in logs.raw_lines(sources.read_chunks(log.open())):
-        yield raw.removesuffix(b"\r")
 
 
 def _catalog_beside(folder: Path, ident: str, target: Path) -> Catalog:
