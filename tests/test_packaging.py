@@ -46,7 +46,7 @@ def test_wheel_carries_patterns_and_templates_and_works_outside_the_checkout(
     data = json.loads(done.stdout)
     assert {g["signature"] for g in data["groups"]} >= {"python-module-not-found"}
     probe = subprocess.run(
-        [sys.executable, "-c", "import triage_bot.core.resources as r; print(r.patterns_dir())"],
+        [sys.executable, "-c", "import triage_bot.core.catalog as c; print(c.patterns_dir())"],
         cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(unpacked)},
         capture_output=True,

@@ -12,7 +12,6 @@ from helpers import ROOT, write_signature
 from triage_bot.catalog_tools import catalog_check
 from triage_bot.cli.cli import main
 from triage_bot.core import catalog as catalog_module
-from triage_bot.core import resources
 
 GOOD = """
     id: local-widget-broke
@@ -204,7 +203,7 @@ def test_a_broken_builtin_signature_is_skipped_not_fatal(tmp_path: Path) -> None
 def test_the_catalog_cache_is_keyed_by_the_code_that_pickles_it() -> None:
     # A cached catalog holds this code's classes: another build of the code (same version
     # number, other fields) must not load it.
-    files = catalog_module.signature_files([resources.patterns_dir()])
+    files = catalog_module.signature_files([catalog_module.patterns_dir()])
     code = Path(catalog_module.__file__)
     before = catalog_module._cache_key(files, "builtin", None)
     stat = code.stat()

@@ -18,8 +18,14 @@ from pathlib import Path
 import jinja2
 import regex
 
-from triage_bot.core import resources
-from triage_bot.core.catalog import Catalog, Problem, Signature, load_catalog, signature_line
+from triage_bot.core.catalog import (
+    Catalog,
+    Problem,
+    Signature,
+    load_catalog,
+    patterns_dir,
+    signature_line,
+)
 from triage_bot.core.classify import CompiledCatalog, classify
 from triage_bot.core.limits import MAX_WINDOW_BYTES
 from triage_bot.core.regex_shapes import cpu_search, repeated_units, sample_match
@@ -68,7 +74,7 @@ _BUDGET_HINT = "fewer or shorter examples, and a pattern anchored on literals"
 
 def catalog_for(paths: Sequence[Path]) -> Catalog:
     """The catalog the given paths make: the built-in one plus any other folders or files."""
-    builtin = resources.patterns_dir().resolve()
+    builtin = patterns_dir().resolve()
     extra = [p for p in paths if not _inside(p.resolve(), builtin)]
     catalog = load_catalog()
     if extra:
@@ -100,7 +106,7 @@ def _selected(catalog: Catalog, paths: Sequence[Path]) -> list[Signature]:
 
 
 def _selected_problems(catalog: Catalog, paths: Sequence[Path]) -> list[Problem]:
-    roots = _roots(paths) if paths else [resources.patterns_dir().resolve()]
+    roots = _roots(paths) if paths else [patterns_dir().resolve()]
     return [p for p in catalog.problems if any(_inside(_where(p.path), r) for r in roots)]
 
 
@@ -559,8 +565,8 @@ def _check(expectation: Expectation, winner_id: str | None, captures: dict[str, 
             if (winner_id == expectation.signature_id)
             else ""
         )
-    if winner_id != expectation.signature_id:
-        return f"the next line to match {wanted}"
-    if any(captures.get(k) != v for k, v in expectation.captures.items()):
+    if winner_id != expectation.signature_id or any(
+        captures.get(k) != v for k, v in expectation.captures.items()
+    ):
         return f"the next line to match {wanted}"
     return ""

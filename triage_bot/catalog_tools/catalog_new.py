@@ -13,22 +13,18 @@ built-in signatures come first on a tie). The `.log` window holds the lines arou
 
 from __future__ import annotations
 
-import json
 import re
 from collections import deque
-from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
-from typing import Any
 
 import jsonschema
 import regex
 import yaml
 
 from triage_bot.catalog_tools import catalog_check
-from triage_bot.core import logs, resources, sources
-from triage_bot.core.catalog import Catalog, Signature
+from triage_bot.core import logs, sources
+from triage_bot.core.catalog import Catalog, Signature, schema
 from triage_bot.core.classify import CompiledCatalog, classify
 
 WINDOW_BEFORE = 20
@@ -106,19 +102,13 @@ def create(request: Request) -> Draft:
 # ---- checks ---------------------------------------------------------------------------------
 
 
-@cache
-def _schema() -> dict[str, Any]:
-    loaded: dict[str, Any] = json.loads(resources.schema_path().read_text(encoding="utf-8"))
-    return loaded
-
-
 def categories() -> list[str]:
-    return list(_schema()["properties"]["category"]["enum"])
+    return list(schema()["properties"]["category"]["enum"])
 
 
 def _check_fields(request: Request) -> None:
     """The id, category and title against the schema's own rules for them."""
-    fields = _schema()["properties"]
+    fields = schema()["properties"]
     given = {"id": request.ident, "category": request.category, "title": request.title}
     for name, value in given.items():
         if value is None:
@@ -146,7 +136,8 @@ def _read_window(log: str, number: int) -> _Window:
     after: list[bytes] = []
     count = 0
     try:
-        for count, raw in enumerate(_lines(found[0]), start=1):
+        lines = logs.raw_lines(sources.read_chunks(found[0].open()))
+        for count, raw in enumerate((line.removesuffix(b"\r") for line in lines), start=1):
             if count < number:
                 before.append(raw)
             elif count == number:
@@ -163,11 +154,6 @@ def _read_window(log: str, number: int) -> _Window:
     kept_before = [line for line in before if not line.startswith(b"#!")]
     kept_after = [line for line in after if not line.startswith(b"#!")]
     return _Window([*kept_before, chosen, *kept_after], len(kept_before))
-
-
-def _lines(log: sources.JobLog) -> Iterator[bytes]:
-    for raw in logs.raw_lines(sources.read_chunks(log.open())):
-        yield raw.removesuffix(b"\r")
 
 
 def _catalog_beside(folder: Path, ident: str, target: Path) -> Catalog:

@@ -1,4 +1,5 @@
-"""Load, validate (JSON Schema) and compile the signature catalog: patterns/**/*.yml."""
+"""Load, validate (JSON Schema) and compile the signature catalog: patterns/**/*.yml; and
+where the built-in patterns and templates live, installed or in a checkout."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import yaml
 
 from triage_bot import __version__
 from triage_bot.core import cache as disk_cache
-from triage_bot.core import resources, safe_yaml
+from triage_bot.core import safe_yaml
 from triage_bot.core.limits import MAX_EXAMPLES, MAX_SCHEMA_ERRORS, MAX_YAML_BYTES
 
 DEFAULT_BEFORE = 3
@@ -25,6 +26,22 @@ DEFAULT_AFTER = 1
 # Signatures below this priority are catch-alls: a job whose best match is one of them
 # still gets its best-guess error lines.
 GENERIC_PRIORITY = 10
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent  # triage_bot/, not core/
+
+
+def data_dir(name: str) -> Path:
+    """Where the built-in `patterns` or `templates` live: a wheel carries them under
+    triage_bot/_data/; a checkout has them at the top level."""
+    installed = _PACKAGE_DIR / "_data" / name
+    return installed if installed.is_dir() else _PACKAGE_DIR.parent / name
+
+
+def patterns_dir() -> Path:
+    return data_dir("patterns")
+
+
+def schema_path() -> Path:
+    return patterns_dir() / "schema.json"
 
 
 @dataclass(frozen=True)
@@ -116,11 +133,17 @@ class Catalog:
 
 
 @cache
+def schema() -> dict[str, Any]:
+    """patterns/schema.json: what a signature file may hold."""
+    loaded: dict[str, Any] = json.loads(schema_path().read_text(encoding="utf-8"))
+    return loaded
+
+
+@cache
 def _validator() -> Any:
     import jsonschema  # imported here: it is the slowest import on the start-up path
 
-    schema = json.loads(resources.schema_path().read_text(encoding="utf-8"))
-    return jsonschema.Draft202012Validator(schema)
+    return jsonschema.Draft202012Validator(schema())
 
 
 def signature_files(paths: Sequence[Path]) -> list[Path]:
@@ -145,17 +168,15 @@ def listed_files(paths: Sequence[Path]) -> tuple[list[Path], list[Problem]]:
             if target == root or root in target.parents:
                 files.append(file)
             else:
-                problems.append(_outside(file, target, path))
+                problems.append(
+                    Problem(
+                        file,
+                        None,
+                        f"a symbolic link to {target}, outside {path}; skipped",
+                        "copy the file into the folder",
+                    )
+                )
     return files, problems
-
-
-def _outside(file: Path, target: Path, folder: Path) -> Problem:
-    return Problem(
-        file,
-        None,
-        f"a symbolic link to {target}, outside {folder}; skipped",
-        "copy the file into the folder",
-    )
 
 
 def load_catalog(
@@ -168,14 +189,15 @@ def load_catalog(
     added to it (duplicate ids are refused). The result is cached on disk by the files'
     names, sizes and times: parsing and validating the YAML costs more than a small triage.
     """
-    roots = list(paths) if paths is not None else [resources.patterns_dir()]
+    roots = list(paths) if paths is not None else [patterns_dir()]
     files, refused = listed_files(roots)
     key = _cache_key(files, origin, base, refused)
     cached = _cache_read(key)
     if cached is not None:
         return cached
     catalog = _load_files(files, origin, base, refused)
-    _cache_write(key, catalog)
+    if key:
+        disk_cache.write(f"catalog-{key}.pickle", pickle.dumps(catalog))
     return catalog
 
 
@@ -188,7 +210,7 @@ def _cache_key(
     # This module's own stamp too: the pickle holds its classes, which change between builds
     # of one version (an older pickle would load with fields missing).
     code = Path(__file__).stat()
-    stamp = [__version__, origin, str(resources.schema_path().stat().st_mtime_ns)]
+    stamp = [__version__, origin, str(schema_path().stat().st_mtime_ns)]
     stamp.append(f"{code.st_size}:{code.st_mtime_ns}")
     for path in files:
         try:
@@ -209,11 +231,6 @@ def _cache_read(key: str) -> Catalog | None:
     except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError):
         return None
     return loaded if isinstance(loaded, Catalog) else None
-
-
-def _cache_write(key: str, catalog: Catalog) -> None:
-    if key:
-        disk_cache.write(f"catalog-{key}.pickle", pickle.dumps(catalog))
 
 
 def _load_files(
@@ -372,19 +389,14 @@ def _build(
     return signature, []
 
 
-def line_of_key(path: Path, keys: list[str | int]) -> int | None:
-    """The line of a key inside a signature file, for messages about it."""
-    try:
-        return line_in_text(path.read_text(encoding="utf-8"), keys)
-    except OSError:
-        return None
-
-
 def signature_line(signature: Signature, keys: list[str | int]) -> int | None:
     """The line of a key inside a signature's file, wherever its text came from."""
     if signature.source is not None:
         return line_in_text(signature.source, keys)
-    return line_of_key(signature.path, keys)
+    try:
+        return line_in_text(signature.path.read_text(encoding="utf-8"), keys)
+    except OSError:
+        return None
 
 
 def line_in_text(text: str, keys: list[str | int]) -> int | None:

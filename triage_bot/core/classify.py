@@ -413,14 +413,9 @@ class JobClassifier:
                 self._end_section(number, SectionEnd(number, failed, clip(text)))
 
     def _in_api_step(self, timestamp: str | None) -> bool:
-        step = self._api_step
-        if step is None or timestamp is None or step.started_at is None:
+        if self._api_step is None or timestamp is None:
             return False
-        moment = logs.parse_timestamp(timestamp)
-        # The API's times are to the second, the log's finer.
-        if moment < step.started_at.replace(microsecond=0):
-            return False
-        return step.completed_at is None or moment <= step.completed_at.replace(microsecond=999999)
+        return self._api_step.holds(logs.parse_timestamp(timestamp))
 
     def _keep_last_words(self, block: bytes, start: int, number: int) -> None:
         """A failing step's last lines, which hold its error when no word says so

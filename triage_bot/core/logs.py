@@ -168,6 +168,13 @@ class Step:
     started_at: datetime | None
     completed_at: datetime | None
 
+    def holds(self, moment: datetime) -> bool:
+        """Whether a log line's time falls in the step's span (the API's times are to the
+        second, the log's finer)."""
+        if self.started_at is None or moment < self.started_at.replace(microsecond=0):
+            return False
+        return self.completed_at is None or moment <= self.completed_at.replace(microsecond=999999)
+
 
 def locate_step(line: int, groups: list[GroupMark], steps: list[Step]) -> tuple[int, int] | None:
     """(step number, line within the step) for GitHub's `#step:S:L` link, or None.
@@ -184,25 +191,14 @@ def locate_step(line: int, groups: list[GroupMark], steps: list[Step]) -> tuple[
             break
         if mark.timestamp is None:
             continue
-        step = _step_at(parse_timestamp(mark.timestamp), timed)
+        moment = parse_timestamp(mark.timestamp)
+        step = next((s for s in timed if s.holds(moment)), None)
         if step is not None and (best is None or step.number != best[0]) and mark.line > 1:
             best = (step.number, mark.line)
     if best is None:
         return None
     number, first_line = best
     return number, line - first_line + 1
-
-
-def _step_at(moment: datetime, steps: list[Step]) -> Step | None:
-    for step in steps:
-        assert step.started_at is not None
-        end = step.completed_at
-        # Timestamps are to the second in the API and finer in the log.
-        if step.started_at.replace(microsecond=0) <= moment and (
-            end is None or moment <= end.replace(microsecond=999999)
-        ):
-            return step
-    return None
 
 
 # ---- lines around a match in a block of log bytes, and the line numbers of offsets in it ----

@@ -238,7 +238,7 @@ def pick_fallback(
 def demoted(item: Weighed) -> bool:
     """Whether a match ranked low for what it is: a wrapper that deferred, a step that passed,
     a warning, a retry that recovered."""
-    return item.score[0] == 0 or item.score[1] == 0 or item.score[2] == 0 or item.score[3] == 0
+    return 0 in item.score[:4]
 
 
 # The parts of a score, in the order they are compared.
@@ -398,10 +398,7 @@ def _winner(
     """The root cause's reason: why it beat the others."""
     top = weighed[0]
     parts = []
-    wrapper = next(
-        (w for w in matches if deferred.get(id(w)) is top.match),
-        None,
-    )
+    wrapper = next((w for w in matches if deferred.get(id(w)) is top.match), None)
     if wrapper is not None:
         parts.append(f"specific error above the wrapper `{_short(wrapper.text)}`")
     if top.match.signature.wraps and top.score[0] == 1:

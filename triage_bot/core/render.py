@@ -27,8 +27,8 @@ import jinja2
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from triage_bot.core import resources, sanitize
-from triage_bot.core.catalog import Signature
+from triage_bot.core import sanitize
+from triage_bot.core.catalog import Signature, data_dir
 from triage_bot.core.report import BaseRun, Group, Job, Report
 from triage_bot.core.template_budget import BudgetSandbox, compile_bounded, render_bounded
 
@@ -117,14 +117,10 @@ def _env() -> jinja2.Environment:
 
 
 @cache
-def _text_env() -> jinja2.Environment:
-    """The terminal view's template: plain text, nothing escaped."""
-    return _file_env()
-
-
 def _file_env(**options: Any) -> jinja2.Environment:
+    """The templates' environment; without `finalize`, the terminal view's: plain text."""
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(resources.templates_dir())),
+        loader=jinja2.FileSystemLoader(str(data_dir("templates"))),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=True,
@@ -250,7 +246,7 @@ def _context(report: Report, detail: Detail, limit: int | None) -> dict[str, Any
         "hidden_groups": len(report.groups) - len(groups),
         "unmatched": [_job_view(j) for j in unmatched[:limit]],
         "hidden_unmatched": len(unmatched) - len(unmatched[:limit]),
-        "notes": [*report.footer_notes, *_truncation_notes(report)],
+        "notes": [*report.footer_notes, *(f"{j.name}: {j.note}" for j in report.jobs if j.note)],
         "catalog_url": Safe(CATALOG_URL),
         "base": _comparison_view(report),
     }
@@ -264,10 +260,6 @@ def _problem_view(problem: str) -> dict[str, str]:
     return {"place": place, "reason": reason}
 
 
-def _truncation_notes(report: Report) -> list[str]:
-    return [f"{job.name}: {job.note}" for job in report.jobs if job.note]
-
-
 def render_comment(report: Report, limit: int = MAX_COMMENT_CHARS) -> str:
     """The pull request comment of one run; always under `limit` characters."""
     section = render_comment_section(report, limit)
@@ -278,7 +270,7 @@ def render_comment_section(report: Report, limit: int = MAX_COMMENT_CHARS) -> st
     """The run's section of a comment of at most `limit` characters (see compose_comment):
     less detail first (shorter evidence, no fixes), then fewer failures, saying what it left
     out."""
-    room = limit - _frame_chars()
+    room = limit - len(_frame([""]))  # the marker, the commands, the footer
     for detail in _DETAILS:
         body = _render_file("section.md.j2", **_context(report, detail, None))
         if len(body) <= room:
@@ -338,13 +330,8 @@ def _frame(sections: Sequence[str], problems: Sequence[str] = ()) -> str:
     )
 
 
-def _frame_chars() -> int:
-    """The comment's length without its section (the marker, the commands, the footer)."""
-    return len(_frame([""]))
-
-
 def render_text(report: Report) -> str:
-    return _text_env().get_template("terminal.txt.j2").render(**_context(report, _DETAILS[1], None))
+    return _file_env().get_template("terminal.txt.j2").render(**_context(report, _DETAILS[1], None))
 
 
 # ---- cutting markdown short at a block boundary -----------------------------------------------

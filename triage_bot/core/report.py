@@ -55,10 +55,6 @@ class Group:
     # Set when the same failure is in the base branch's run: likely not the pull request's.
     base: BaseRun | None = None
 
-    @property
-    def job_names(self) -> list[str]:
-        return [job.name for job in self.jobs]
-
 
 @dataclass
 class Report:
@@ -204,7 +200,7 @@ def report_json(report: Report) -> dict[str, Any]:
             "signature": group.signature.id,
             "title": group.signature.title,
             "captures": group.captures,
-            "jobs": group.job_names,
+            "jobs": [job.name for job in group.jobs],
             "base": base_json(group.base),
         }
         for group in report.groups

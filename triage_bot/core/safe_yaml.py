@@ -46,8 +46,8 @@ class YamlProblem(Exception):
 
 def load(text: str) -> Any:
     """The data of one YAML document, or `YamlProblem` (never another error, never a blow-up)."""
-    check(text)
     try:
+        _check(text)
         return yaml.load(text, Loader=_LOADER)
     except yaml.YAMLError as exc:
         raise _invalid(exc) from exc
@@ -57,24 +57,22 @@ def load(text: str) -> Any:
 def compose(text: str) -> yaml.Node | None:
     """The node tree of a document within the bounds (None for an empty one), for the lines
     of its keys; `YamlProblem` as `load`. Cached: messages ask for lines of one file often."""
-    check(text)
     try:
+        _check(text)
         return yaml.compose(text, Loader=_LOADER)
     except yaml.YAMLError as exc:
         raise _invalid(exc) from exc
 
 
-def check(text: str) -> None:
-    """Raise `YamlProblem` unless `text` is within every bound (see the module's docstring)."""
+def _check(text: str) -> None:
+    """Raise `YamlProblem` unless `text` is within every bound (see the module's docstring);
+    yaml.YAMLError where the events cannot be read."""
     # A character is at least one byte: a long text is refused before it is encoded.
     if len(text) > MAX_YAML_BYTES or len(text.encode("utf-8", "replace")) > MAX_YAML_BYTES:
         raise YamlProblem(
             None, f"larger than {MAX_YAML_BYTES:,} bytes", "keep a file under the limit"
         )
-    try:
-        _count(text)
-    except yaml.YAMLError as exc:
-        raise _invalid(exc) from exc
+    _count(text)
 
 
 @dataclass

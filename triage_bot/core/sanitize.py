@@ -148,7 +148,10 @@ _HTML_LONE_TAG = re.compile(r"^ {0,3}</?[A-Za-z][A-Za-z0-9-]*(?:\s[^>]*)?/?>[ \t
 # What may open a block inside a line's start: list markers and block quotes.
 _CONTAINER_PREFIX = re.compile(r"[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+|>[ \t]?)*")
 _TABLE_DELIMITER_ROW = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
-_ASCII_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+# A backslash before ASCII punctuation escapes it; a code span opens and closes at runs of
+# backticks of one length.
+_ESCAPE_OR_BACKTICKS = re.compile(r"\\[!-/:-@\[-`{-~]|`+")
+_BACKTICKS = re.compile("`+")
 
 
 def fill_slots(markdown: str, values: Sequence[str]) -> str:
@@ -328,37 +331,15 @@ def _code_spans(text: str) -> list[tuple[int, int, int]]:
     """(start, end, backtick count) of each inline code span, as CommonMark finds them."""
     spans: list[tuple[int, int, int]] = []
     index = 0
-    while index < len(text):
-        char = text[index]
-        if char == "\\" and text[index + 1 : index + 2] in _ASCII_PUNCTUATION:
-            index += 2
-            continue
-        if char != "`":
-            index += 1
-            continue
-        run_end = _run_end(text, index)
-        run = run_end - index
-        closing = _closing_run(text, run_end, run)
-        if closing is None:
-            index = run_end  # no closing run: the backticks are plain text
-            continue
-        spans.append((index, closing, run))
-        index = closing
+    while (found := _ESCAPE_OR_BACKTICKS.search(text, index)) is not None:
+        index = found.end()
+        if found[0][0] == "\\":
+            continue  # an escaped character, a backtick too, opens nothing
+        run = len(found[0])
+        closing = next(
+            (m.end() for m in _BACKTICKS.finditer(text, index) if len(m[0]) == run), None
+        )
+        if closing is not None:  # else the backticks are plain text
+            spans.append((found.start(), closing, run))
+            index = closing
     return spans
-
-
-def _run_end(text: str, start: int) -> int:
-    end = start
-    while end < len(text) and text[end] == "`":
-        end += 1
-    return end
-
-
-def _closing_run(text: str, start: int, run: int) -> int | None:
-    index = text.find("`", start)
-    while index != -1:
-        end = _run_end(text, index)
-        if end - index == run:
-            return end
-        index = text.find("`", end)
-    return None

@@ -324,7 +324,7 @@ def _tar(path: Path, where: tuple[str, ...], shown: str, warn: Warn) -> list[Job
     try:
         archive = tarfile.open(path, "r:*")  # noqa: SIM115 (open while its jobs are read)
         infos = [info for info in archive.getmembers() if info.isfile()]
-    except (tarfile.TarError, EOFError, OSError, lzma.LZMAError, zlib.error) as exc:
+    except BROKEN as exc:
         raise InputError(f"{shown}: broken tar archive: {describe(exc)}") from exc
     by_name = {info.name: info for info in infos}
 

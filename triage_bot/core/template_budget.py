@@ -30,63 +30,22 @@ MAX_INT_BITS = 4096
 # The str methods a template may call: none of them makes a string longer than its inputs
 # (replace is checked before it runs).
 _STR_METHODS = frozenset(
-    [
-        "split",
-        "rsplit",
-        "splitlines",
-        "strip",
-        "lstrip",
-        "rstrip",
-        "startswith",
-        "endswith",
-        "lower",
-        "upper",
-        "title",
-        "capitalize",
-        "casefold",
-        "partition",
-        "rpartition",
-        "removeprefix",
-        "removesuffix",
-        "find",
-        "rfind",
-        "index",
-        "rindex",
-        "count",
-        "isdigit",
-        "isalpha",
-        "isalnum",
-        "isspace",
-        "islower",
-        "isupper",
-        "replace",
-    ]
+    {
+        *("split", "rsplit", "splitlines", "partition", "rpartition"),
+        *("strip", "lstrip", "rstrip", "removeprefix", "removesuffix", "replace"),
+        *("lower", "upper", "title", "capitalize", "casefold"),
+        *("startswith", "endswith", "find", "rfind", "index", "rindex", "count"),
+        *("isdigit", "isalpha", "isalnum", "isspace", "islower", "isupper"),
+    }
 )
 _MAPPING_METHODS = frozenset({"get", "keys", "values", "items"})
 # Filters a template may use, as in patterns/README.md; each runs through _guarded.
 FILTERS = frozenset(
-    [
-        "default",
-        "d",
-        "trim",
-        "lower",
-        "upper",
-        "replace",
-        "int",
-        "float",
-        "string",
-        "length",
-        "count",
-        "first",
-        "last",
-        "join",
-        "capitalize",
-        "title",
-        "truncate",
-        "list",
-        "abs",
-        "round",
-    ]
+    {
+        *("default", "d", "trim", "lower", "upper", "capitalize", "title", "replace"),
+        *("int", "float", "string", "list", "abs", "round"),
+        *("length", "count", "first", "last", "join", "truncate"),
+    }
 )
 # A width or precision of 6 digits or more in a %-format or str.format is refused.
 _WIDE_FORMAT = re.compile(r"\d{6,}|\*")
@@ -215,11 +174,7 @@ class BudgetSandbox(jinja2.sandbox.SandboxedEnvironment):
         allowed = (isinstance(subject, str) and name in _STR_METHODS) or (
             isinstance(subject, Mapping) and name in _MAPPING_METHODS
         )
-        if (
-            not allowed
-            and __obj is not _bounded_range
-            and not isinstance(__obj, jinja2.runtime.Macro)
-        ):
+        if not allowed and not isinstance(__obj, jinja2.runtime.Macro):
             raise TemplateBudgetError(f"a template may not call {name or type(__obj).__name__}")
         _refuse_big_ints(args, kwargs, f"{name}()")
         if _predicted(name, subject, args) > MAX_VALUE_CHARS:
