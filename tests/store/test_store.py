@@ -28,6 +28,23 @@ def store(db_url: str) -> Iterator[Store]:
     store.close()
 
 
+def test_processes_starting_together_on_an_empty_database_all_open_it(db_url: str) -> None:
+    # A server and its workers started at once each create the missing tables.
+    start = threading.Barrier(6)
+
+    def open_store(_: int) -> bool:
+        start.wait()
+        store = Store(db_url)
+        store.close()
+        return True
+
+    with ThreadPoolExecutor(6) as pool:
+        assert all(pool.map(open_store, range(6)))
+    store = Store(db_url, create=False)
+    assert store.accept_delivery("d-1", "ping", None, "ignored").new  # the tables are whole
+    store.close()
+
+
 def test_a_delivery_is_accepted_once_under_concurrency(store: Store) -> None:
     barrier = threading.Barrier(12)
 

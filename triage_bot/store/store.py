@@ -45,7 +45,17 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
-from sqlalchemy import Connection, Engine, create_engine, delete, event, insert, select, update
+from sqlalchemy import (
+    Connection,
+    Engine,
+    create_engine,
+    delete,
+    event,
+    insert,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.pool import ConnectionPoolEntry
@@ -152,6 +162,10 @@ class LockTimeout(TimeoutError):
     """A lock (the comment lock, say) stayed taken for longer than the caller would wait."""
 
 
+# PostgreSQL's advisory lock id for creating the tables (any number no other lock uses).
+SCHEMA_LOCK_KEY = 0x7472_6961_6765
+
+
 @contextmanager
 def under_job_lease(job_id: str, claim: str) -> Iterator[None]:
     """Locks taken inside are the job's: free once its lease (held by `claim`) is not live."""
@@ -217,7 +231,17 @@ class Store:
         self.failures = FailureRecords(self.engine)
         self.sections = CommentSections(self.engine)
         if create:
-            schema.metadata.create_all(self.engine)
+            self._create_tables()
+
+    def _create_tables(self) -> None:
+        """Create the missing tables, one process at a time: a server and its workers started
+        together on an empty database would otherwise all see no table and all CREATE it, and
+        PostgreSQL refuses the second (duplicate key in pg_type). Its DDL is transactional, so
+        a transaction-scoped advisory lock serialises them; SQLite's BEGIN IMMEDIATE does."""
+        with self.engine.begin() as conn:
+            if self.dialect == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
+            schema.metadata.create_all(conn)
 
     @property
     def dialect(self) -> str:
