@@ -9,7 +9,9 @@ Prints, in one run on one machine:
 - end to end: one run of J failed jobs with M MB logs each, from sending its webhook to the
   comment appearing on the fake GitHub; embedded (`serve` with its worker) and scaled out
   (PostgreSQL + Redis, `serve --no-worker` and two `triage-bot worker`), each after one small
-  warm-up triage (the first triage of a process compiles the catalog in its threads).
+  warm-up triage (the first triage of a process compiles the catalog in its threads), with
+  the CPU time the bot's processes spent on each run (steadier than wall time when the machine
+  is shared).
 - beside it, the time to only download the same J logs from the fake GitHub with httpx (the
   token exchange excluded), one at a time and 4 at a time (the pipeline downloads 4 at once).
 
@@ -107,6 +109,19 @@ class Bot:
             return httpx.get(self.url + "/healthz", timeout=2).status_code == 200
         except httpx.TransportError:
             return False
+
+    def cpu_seconds(self) -> float:
+        """CPU time (user + system) the bot's processes have used so far; a steadier figure
+        than wall time on a shared machine. Linux's /proc; 0 where there is none."""
+        total = 0
+        for process, _ in self.processes:
+            try:
+                stat = Path(f"/proc/{process.pid}/stat").read_text()
+            except OSError:
+                return 0.0
+            fields = stat.rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
+            total += int(fields[11]) + int(fields[12])  # utime, stime (stat fields 14 and 15)
+        return total / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
         for process, _ in self.processes:
@@ -426,7 +441,11 @@ def run(fake: FakeGitHub, folder: Path, args: argparse.Namespace, modes: list[st
         with running(fake, folder / f"e2e-{mode}", mode, *layouts[mode]) as bot:
             for _ in range(2):  # warm-up: token, catalog, connections (both workers when scaled)
                 world.comment_time(bot, 2, small)
-            times = [world.comment_time(bot, args.jobs, log) for _ in range(args.repeat)]
+            times, cpu = [], []
+            for _ in range(args.repeat):
+                before = bot.cpu_seconds()
+                times.append(world.comment_time(bot, args.jobs, log))
+                cpu.append(bot.cpu_seconds() - before)
         took = statistics.median(times)
         ratios = [t / reference for t in times]
         print(
@@ -435,6 +454,7 @@ def run(fake: FakeGitHub, folder: Path, args: argparse.Namespace, modes: list[st
             f"{DOWNLOAD_CONCURRENCY}-at-a-time download, "
             f"{took / statistics.median(bare[1]):.2f}x the one-at-a-time download"
         )
+        print(f"    CPU of the bot's processes per run, {mode:8}: {_spread(cpu)}")
 
 
 def _spread(seconds: list[float]) -> str:
