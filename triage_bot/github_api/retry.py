@@ -254,31 +254,13 @@ class GitHubRequester(Requester):
             lazy=True,  # naming a repository or a run sends nothing until it is read
         )
 
-    def requestJsonAndCheck(
-        self,
-        verb: str,
-        url: str,
-        parameters: dict[str, Any] | None = None,
-        headers: dict[str, str] | None = None,
-        input: Any | None = None,
-        follow_302_redirect: bool = False,
-    ) -> tuple[dict[str, Any], Any]:
+    def requestJsonAndCheck(self, verb: str, url: str, *args: Any, **kw: Any) -> tuple[Any, Any]:
         send = super().requestJsonAndCheck
-        return self._checked(
-            verb, url, lambda: send(verb, url, parameters, headers, input, follow_302_redirect)
-        )
+        return self._checked(verb, url, lambda: send(verb, url, *args, **kw))
 
-    def requestBlobAndCheck(
-        self,
-        verb: str,
-        url: str,
-        parameters: dict[str, str] | None = None,
-        headers: dict[str, str] | None = None,
-        input: str | None = None,
-        cnx: Any = None,
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
+    def requestBlobAndCheck(self, verb: str, url: str, *args: Any, **kw: Any) -> tuple[Any, Any]:
         send = super().requestBlobAndCheck
-        return self._checked(verb, url, lambda: send(verb, url, parameters, headers, input, cnx))
+        return self._checked(verb, url, lambda: send(verb, url, *args, **kw))
 
     # requestJson and requestBlob see every final answer, its status included (the *AndCheck
     # methods raise for an error status and return no status for a success): counted here.
