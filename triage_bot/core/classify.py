@@ -31,6 +31,7 @@ from triage_bot.core.classify_results import (
     Weighed,
     group_key,
 )
+from triage_bot.core.compare import PassingLog
 from triage_bot.core.engine import (
     Prefilter,
     Trigger,
@@ -163,8 +164,11 @@ class JobClassifier:
         keep_winners: bool = False,
         max_cpu_s: float = MAX_JOB_CPU_S,
         failing_step: logs.Step | None = None,
+        passing: PassingLog | None = None,
     ) -> None:
         self._catalog = catalog
+        # The passing run's lines (compare.py), when there is a passing run to compare with.
+        self._passing = passing
         self._name = name
         # max_bytes: only the log's last max_bytes are classified, the lines before are
         # counted (log_tail.py); log_size, when known, spares holding that tail in memory.

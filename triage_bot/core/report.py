@@ -20,6 +20,14 @@ from triage_bot.core.redact import redact, redact_capture, redact_lines, redact_
 JSON_VERSION = 1
 
 
+@dataclass(frozen=True)
+class Reference:
+    """The passing run of the same job that a failed job's log was compared with."""
+
+    label: str  # "run #812, job test (3.11), passing", or a file name on the command line
+    url: str | None = None
+
+
 @dataclass
 class Job:
     """One failed job as shown: its classification plus where it lives, when known."""
@@ -30,6 +38,8 @@ class Job:
     line_urls: dict[int, str] = field(default_factory=dict)
     # Why the log could not be read whole (capped, expired, missing), when it could not.
     note: str | None = None
+    # The passing log it was compared with (None: no comparison was made).
+    reference: Reference | None = None
 
     @property
     def name(self) -> str:

@@ -1,0 +1,167 @@
+"""What is new in a failing log, compared with a passing run of the same job.
+
+A failing job's log is mostly the same as the last passing one: the lines a passing run also
+printed (a warning, a retried download, an exception a test expects) are not the cause. Lines
+are compared after `normalise`, which blanks what differs between two runs of the same job
+and says nothing about the failure: timestamps, durations, hex ids and SHAs, temporary paths,
+ports, process ids, progress counters and sizes. Numbers that carry meaning stay (`Failures:
+1` is not `Failures: 0`), so a normalised line only matches a line that said the same thing.
+
+`PassingLog` reads the passing log as it streams and keeps one 64-bit hash per distinct
+normalised line, sorted in a numpy array: 8 bytes a line, so the `MAX_DISTINCT_LINES` cap of
+1 Mi lines is 8 MiB whatever the log's size (a Python set of ints would take ~60 bytes a line).
+A log with more distinct lines keeps its first 1 Mi: a line past the cap counts as new, which
+can only leave a line in view, never hide one. A false match needs two different lines with
+the same 64-bit hash: about 1 in 10^13 per lookup at the cap.
+
+Pure: no GitHub, no files beyond `from_file`; the classifier asks `has(text)` of the lines it
+reports.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+import regex
+
+MAX_DISTINCT_LINES = 1 << 20
+# Hashes gathered before they are sorted and merged into the set (bounds the working memory).
+BATCH_LINES = 1 << 16
+CHUNK_BYTES = 1 << 20
+MAX_LINE_CHARS = 4096  # a longer line is compared on its first 4 Ki characters
+
+# Each (pattern, replacement) blanks one kind of run-to-run noise. Order matters: timestamps
+# before durations and numbers, paths before hex ids.
+_NOISE: tuple[tuple[regex.Pattern[str], str], ...] = tuple(
+    (regex.compile(pattern, flags), replacement)
+    for pattern, replacement, flags in (
+        # GitHub's per-line timestamp and colour codes (the classifier reports lines without).
+        (r"^\ufeff?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ?", "", regex.M),
+        (r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]", "", 0),
+        # A progress line redrawn with \r: the last drawing is what the terminal showed.
+        (r"\r+$", "", regex.M),
+        (r"^[^\n]*\r(?=[^\r\n])", "", regex.M),
+        (r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)?", "<time>", 0),
+        (r"\b\d{1,2}:\d\d:\d\d(?:[.,]\d+)?\b", "<time>", 0),
+        (
+            r"(?i)(?:/tmp|/var/tmp|/private/var/folders|/var/folders|/home/runner/work/_temp"
+            r"|[a-z]:\\users\\[^\\\s]+\\appdata\\local\\temp)[/\\][^\s'\":,)\]]*",
+            "<tmp>",
+            0,
+        ),
+        (r"\btmp[a-z0-9_]{6,}\b", "<tmp>", 0),
+        (r"(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", "<uuid>", 0),
+        (r"(?i)\b0x[0-9a-f]+\b", "<hex>", 0),
+        (r"(?i)\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,}\b", "<hex>", 0),
+        (
+            r"(?i)\b(localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1?\]|\d+\.\d+\.\d+\.\d+):\d{2,5}\b",
+            r"\1:<port>",
+            0,
+        ),
+        (r"(?i)\b(pid|process|thread)([ =:#]*)\d+", r"\1\2<pid>", 0),
+        (r"\b([A-Za-z_][\w.-]*)\[\d+\]", r"\1[<pid>]", 0),  # python[1234], java[99]
+        (
+            r"(?i)\b\d+(?:\.\d+)?\s?(?:ns|µs|us|ms|s|secs?|seconds?|m|mins?|minutes?|h|hours?)\b"
+            r"|\b\d+m\d+(?:\.\d+)?s\b",
+            "<dur>",
+            0,
+        ),
+        (r"(?i)\b\d+(?:\.\d+)?\s?(?:[kmgt]i?b|bytes|b)(?:/s)?\b", "<size>", 0),
+        (r"\d+(?:\.\d+)?\s?%", "<pct>", 0),
+        (r"\b\d+\s?/\s?\d+\b", "<n>/<n>", 0),  # [12/345], 3/10 steps
+        (r"#\d+\b", "#<n>", 0),
+        (r"[ \t]+", " ", 0),
+        (r"^ | $", "", regex.M),
+    )
+)
+
+
+def normalise(text: str) -> str:
+    """`text` (one line, or several) with the run-to-run noise blanked; see the module doc."""
+    for pattern, replacement in _NOISE:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def line_hash(normalised: str) -> int:
+    digest = hashlib.blake2b(normalised.encode("utf-8", "replace"), digest_size=8).digest()
+    return int.from_bytes(digest, "little")
+
+
+class PassingLog:
+    """The normalised lines of a passing log, fed in chunks of any size (see the module doc)."""
+
+    def __init__(self, max_lines: int = MAX_DISTINCT_LINES) -> None:
+        self.max_lines = max_lines
+        self.lines = 0  # lines read
+        self.truncated = False  # distinct lines past max_lines were not kept
+        self._known = np.empty(0, dtype=np.uint64)
+        self._batch: list[int] = []
+        self._rest = b""
+
+    @classmethod
+    def from_chunks(cls, chunks: Iterable[bytes]) -> PassingLog:
+        passing = cls()
+        for chunk in chunks:
+            passing.feed(chunk)
+        passing.finish()
+        return passing
+
+    @classmethod
+    def from_file(cls, path: Path) -> PassingLog:
+        with path.open("rb") as log:
+            return cls.from_chunks(iter(lambda: log.read(CHUNK_BYTES), b""))
+
+    @property
+    def distinct(self) -> int:
+        """Distinct normalised lines kept."""
+        return int(self._known.size)
+
+    def feed(self, chunk: bytes) -> None:
+        data = self._rest + chunk
+        end = data.rfind(b"\n") + 1
+        self._rest = data[end:]
+        if end:
+            self._add_lines(data[:end])
+
+    def finish(self) -> None:
+        if self._rest:
+            self._add_lines(self._rest)
+            self._rest = b""
+        self._merge()
+
+    def has(self, text: str) -> bool:
+        """Whether the passing log printed `text` (a line, with or without its timestamp and
+        colour codes), once both are normalised."""
+        wanted = np.uint64(line_hash(normalise(text[:MAX_LINE_CHARS])))
+        at = int(np.searchsorted(self._known, wanted))
+        return at < self._known.size and bool(self._known[at] == wanted)
+
+    def _add_lines(self, block: bytes) -> None:
+        # Normalised a block at a time: each pattern runs once over many lines, in C.
+        text = block.decode("utf-8", "replace")
+        for line in normalise(text).split("\n"):
+            self.lines += 1
+            if line:
+                self._batch.append(line_hash(line[:MAX_LINE_CHARS]))
+        self.lines -= 1 if text.endswith("\n") else 0  # the split's last, empty piece
+        if len(self._batch) >= BATCH_LINES:
+            self._merge()
+
+    def _merge(self) -> None:
+        if not self._batch:
+            return
+        fresh = np.unique(np.fromiter(self._batch, dtype=np.uint64, count=len(self._batch)))
+        self._batch.clear()
+        merged = np.union1d(self._known, fresh)
+        if merged.size > self.max_lines:
+            # Keep what was known and as many of the new lines as fit (the batch that
+            # crosses the cap gives an arbitrary part of its own).
+            room = self.max_lines - self._known.size
+            new = np.setdiff1d(fresh, self._known, assume_unique=True)[: max(room, 0)]
+            merged = np.union1d(self._known, new)
+            self.truncated = True
+        self._known = merged
