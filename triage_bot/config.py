@@ -46,6 +46,10 @@ DEFAULT_OUTAGE_BACKOFF_MAX = 1800.0  # seconds: the longest single wait
 # Inside one attempt, each request to GitHub is retried with these pauses (doubling).
 DEFAULT_GITHUB_BACKOFF = 1.0
 DEFAULT_GITHUB_BACKOFF_MAX = 30.0
+# Comparing with a passing run (triage/reference.py): how long a triage waits for the passing
+# logs before classifying without them, and the disk its cache of passing logs may take.
+DEFAULT_COMPARE_TIMEOUT = 60.0  # seconds
+DEFAULT_COMPARE_CACHE_BYTES = 256 * 1024 * 1024
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 _SIZE = re.compile(r"(?P<number>\d+)\s*(?P<unit>[kmg]i?b?|b)?", re.IGNORECASE)
@@ -79,6 +83,8 @@ class Settings:
     outage_backoff_max: float = DEFAULT_OUTAGE_BACKOFF_MAX
     github_backoff: float = DEFAULT_GITHUB_BACKOFF
     github_backoff_max: float = DEFAULT_GITHUB_BACKOFF_MAX
+    compare_timeout: float = DEFAULT_COMPARE_TIMEOUT
+    compare_cache_bytes: int = DEFAULT_COMPARE_CACHE_BYTES
 
     @property
     def has_app_credentials(self) -> bool:
@@ -148,6 +154,8 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
         outage_backoff_max=_positive(env, "TRIAGE_OUTAGE_BACKOFF_MAX", DEFAULT_OUTAGE_BACKOFF_MAX),
         github_backoff=_positive(env, "TRIAGE_GITHUB_BACKOFF", DEFAULT_GITHUB_BACKOFF),
         github_backoff_max=_positive(env, "TRIAGE_GITHUB_BACKOFF_MAX", DEFAULT_GITHUB_BACKOFF_MAX),
+        compare_timeout=_positive(env, "TRIAGE_COMPARE_TIMEOUT", DEFAULT_COMPARE_TIMEOUT),
+        compare_cache_bytes=_size(env, "TRIAGE_COMPARE_CACHE_BYTES", DEFAULT_COMPARE_CACHE_BYTES),
     )
 
 

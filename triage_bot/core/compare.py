@@ -14,13 +14,16 @@ A log with more distinct lines keeps its first 1 Mi: a line past the cap counts 
 can only leave a line in view, never hide one. A false match needs two different lines with
 the same 64-bit hash: about 1 in 10^13 per lookup at the cap.
 
-Pure: no GitHub, no files beyond `from_file`; the classifier asks `has(text)` of the lines it
-reports.
+Pure: no GitHub, no files beyond `from_file` and `save`/`load` (the App's cache of passing
+logs keeps the hashes, not the log); the classifier asks `has(text)` of the lines it reports.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import threading
+import zipfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -114,6 +117,43 @@ class PassingLog:
     def from_file(cls, path: Path) -> PassingLog:
         with path.open("rb") as log:
             return cls.from_chunks(iter(lambda: log.read(CHUNK_BYTES), b""))
+
+    def save(self, path: Path) -> None:
+        """Write the kept hashes to `path` (numpy's .npz, uncompressed: hashes do not
+        compress), atomically: a reader sees the old file or the new one, never half of one."""
+        self.finish()
+        meta = np.array([self.lines, int(self.truncated), self.max_lines], dtype=np.uint64)
+        partial = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        try:
+            with partial.open("wb") as out:
+                np.savez(out, hashes=self._known, meta=meta)
+            partial.replace(path)
+        finally:
+            partial.unlink(missing_ok=True)
+
+    @classmethod
+    def load(cls, path: Path) -> PassingLog:
+        """A passing log written by `save`. Raises OSError when `path` cannot be read and
+        ValueError when it does not hold a saved passing log (truncated, altered, foreign)."""
+        try:
+            with np.load(path, allow_pickle=False) as saved:
+                hashes, meta = saved["hashes"], saved["meta"]
+        except OSError as error:
+            if path.is_file():  # numpy says OSError for a file that is not .npz
+                raise ValueError(f"{path}: not a saved passing log ({error})") from None
+            raise
+        except (ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
+            raise ValueError(f"{path}: not a saved passing log ({error!r})") from None
+        if meta.dtype != np.uint64 or meta.shape != (3,):
+            raise ValueError(f"{path}: not a saved passing log (its header)")
+        lines, truncated, max_lines = (int(value) for value in meta)
+        if hashes.dtype != np.uint64 or hashes.ndim != 1 or hashes.size > max_lines:
+            raise ValueError(f"{path}: not a saved passing log (its hashes)")
+        if hashes.size > 1 and not bool(np.all(hashes[1:] > hashes[:-1])):
+            raise ValueError(f"{path}: not a saved passing log (hashes out of order)")
+        passing = cls(max_lines)
+        passing.lines, passing.truncated, passing._known = lines, bool(truncated), hashes
+        return passing
 
     @property
     def distinct(self) -> int:

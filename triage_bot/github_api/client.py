@@ -267,6 +267,22 @@ class GitHubClient:
         latest state: a run re-run is one run with a higher `run_attempt`)."""
         return self._runs(repo, {"head_sha": head_sha}, limit)
 
+    def merge_base(self, repo: str, base: str, head: str) -> str | None:
+        """The commit where `head` (a SHA) left `base` (a branch): the compare endpoint's
+        `merge_base_commit`; None when GitHub cannot compare them (404: an unknown ref, a
+        history without a common commit). One commit per page: only the merge base is read."""
+        basehead = f"{quote(base, safe='')}...{quote(head, safe='')}"
+        url = f"/repos/{repo}/compare/{basehead}"
+        try:
+            _, body = self.requester().requestJsonAndCheck("GET", url, {"per_page": 1})
+        except GitHubStatusError as error:
+            if error.status in (404, 422):
+                return None
+            raise
+        found = (body or {}).get("merge_base_commit") or {}
+        sha = found.get("sha") if isinstance(found, dict) else None
+        return str(sha) if sha else None
+
     def _runs(self, repo: str, params: dict[str, str], limit: int) -> list[WorkflowRun]:
         url = f"/repos/{repo}/actions/runs"
         return self._list(WorkflowRun, url, params, item="workflow_runs", limit=limit)

@@ -216,7 +216,7 @@ _PATH_PARTS = (
         "/repos/{owner}/{repo}",
     ),
     (re.compile(r"/contents/.*"), "/contents/{path}"),
-    (re.compile(r"/(commits|collaborators)/[^/]+"), r"/\1/{name}"),
+    (re.compile(r"/(commits|collaborators|compare)/[^/]+"), r"/\1/{name}"),
     (re.compile(r"/\d+(?=/|$)"), "/{id}"),
 )
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Iterable
 from dataclasses import replace
 
@@ -23,14 +22,16 @@ from triage_bot.config import Settings
 from triage_bot.core.classify import CompiledCatalog
 from triage_bot.core.render import render_comment_section
 from triage_bot.core.report import BaseRun, Group, Report
-from triage_bot.github_api.github import GitHubClient, WorkflowRun, run_from_fork
+from triage_bot.github_api.github import GitHubClient, WorkflowRun
 from triage_bot.store.failure_records import JobFailure, TriagedRun
 from triage_bot.store.store import Store
 from triage_bot.triage.run import triage_run
+from triage_bot.triage.same_job import base_job_name, base_runs
 
 log = logging.getLogger(__name__)
 
-_MATRIX_SUFFIX = re.compile(r"\s+\([^()]*\)$")
+__all__ = ["base_job_name", "base_runs"]  # the names callers know from here (same_job.py)
+
 _CAPTURES_KEY_CHARS = 400
 # The conclusions that say whether the base branch fails; a cancelled or skipped run says
 # nothing, so the run before it is looked at instead.
@@ -70,11 +71,6 @@ def record_triage(store: Store, repo: str, run: WorkflowRun, attempt: int, repor
         partial_logs=sum(1 for job in report.jobs if job.note),
     )
     store.failures.record(triaged, failures)
-
-
-def base_job_name(name: str) -> str:
-    """The job's name without its matrix values: "test (3.11, ubuntu)" -> "test"."""
-    return _MATRIX_SUFFIX.sub("", name) or name
 
 
 def captures_key(captures: Iterable[str]) -> str:
@@ -158,15 +154,7 @@ def compare_with_base(
 
 def latest_base_run(client: GitHubClient, run: WorkflowRun, base_ref: str) -> WorkflowRun | None:
     """The base branch's latest finished run of the run's workflow that passed or failed."""
-    repo = run.repository.full_name
-    runs = client.list_workflow_runs(repo, run.workflow_id, base_ref, status="completed")
-    for candidate in runs:
-        # A pull request whose head branch has the base's name (a fork's `main`) is not the base.
-        if run_from_fork(candidate) or candidate.event.startswith("pull_request"):
-            continue
-        if candidate.id != run.id and candidate.conclusion in _DECIDING:
-            return candidate
-    return None
+    return next((r for r in base_runs(client, run, base_ref) if r.conclusion in _DECIDING), None)
 
 
 def base_failures(

@@ -23,6 +23,8 @@ from triage_bot.repo.repo_config import RepoConfig, repo_setup, skip_reason
 from triage_bot.store.comment_sections import Section
 from triage_bot.store.store import Store
 from triage_bot.triage import baseline, check_run
+from triage_bot.triage.passing_cache import PassingCache
+from triage_bot.triage.reference import CompareWith
 from triage_bot.triage.retry import auto_retry
 from triage_bot.triage.run import triage_run
 from triage_bot.triage.sticky_comment import Target, put_section, target_for
@@ -83,6 +85,7 @@ def triage_job(
             run=run,
             setup_problems=setup.problems,
             retry_logs=retry_logs,
+            compare=compare_with(settings, targets),
         )
         baseline.record_triage(store, repo, run, attempt, report)
         bases = (t.base_ref for t in targets if not t.skip)
@@ -118,6 +121,18 @@ def triage_job(
         retried = auto_retry(client, store, repo, run, attempt, report, config, dry_run=dry_run)
     result = {**report_json(compared.report), **summary, "comments": comments}
     return result if retried is None else {**result, "auto_retry": retried}
+
+
+def compare_with(settings: Settings, targets: Sequence[Target]) -> CompareWith:
+    """Each failed job is compared with its passing run on the base branch of the (first)
+    pull request, else on earlier commits of its own branch."""
+    base_ref = next((t.base_ref for t in targets if not t.skip and t.base_ref), None)
+    return CompareWith(
+        base_ref=base_ref,
+        cache=PassingCache(max_bytes=settings.compare_cache_bytes),
+        timeout=settings.compare_timeout,
+        max_log_bytes=settings.max_log_bytes,
+    )
 
 
 def _targets(

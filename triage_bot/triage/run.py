@@ -22,6 +22,7 @@ from triage_bot.github_api.github import GitHubClient, LogOutcome, WorkflowRun, 
 from triage_bot.github_api.github import WorkflowJob as GitHubJob
 from triage_bot.github_api.outage import check_log
 from triage_bot.repo.repo_catalog import builtin_catalog
+from triage_bot.triage.reference import CompareWith, References
 
 # The conclusions of a workflow run that make it worth a triage (events.py, command_job.py).
 FAILING_RUN_CONCLUSIONS = frozenset({"failure", "timed_out", "startup_failure"})
@@ -55,13 +56,21 @@ def triage_run(
     run: WorkflowRun | None = None,
     setup_problems: Sequence[str] = (),
     retry_logs: bool = False,
+    compare: CompareWith | None = None,
 ) -> tuple[Report, str]:
     """Triage one attempt of a run (None: the latest); the report and the comment's body.
-    `setup_problems`: what is wrong with the repository's config, for the footer."""
+    `setup_problems`: what is wrong with the repository's config, for the footer. `compare`:
+    compare each failed job with its passing reference (reference.py), looked up and
+    downloaded while the failing logs stream; None: compare with nothing."""
     run = run or client.get_run(repo, run_id)
     listed = client.list_jobs(repo, run_id, attempt)
+    references = (
+        References(client, run, listed.failed, compare) if compare and listed.failed else None
+    )
     futures = [
-        _log_pool.submit(_triage_job, client, repo, job, catalog, max_log_bytes, retry_logs)
+        _log_pool.submit(
+            _triage_job, client, repo, job, catalog, max_log_bytes, retry_logs, references
+        )
         for job in listed.failed
     ]
     jobs = [future.result() for future in futures]
@@ -70,7 +79,7 @@ def triage_run(
         title=run.name,
         url=run.html_url,
         head_sha=run.head_sha,
-        footer_notes=_run_notes(run, listed.cancelled),
+        footer_notes=_run_notes(run, listed.cancelled) + (references.notes() if references else []),
         setup_problems=list(setup_problems),
     )
     return report, render_comment(report)
@@ -78,7 +87,7 @@ def triage_run(
 
 def _triage_job(
     client: GitHubClient, repo: str, job: GitHubJob, catalog: CompiledCatalog, max_bytes: int,
-    retry_logs: bool,
+    retry_logs: bool, references: References | None,
 ) -> Job:  # fmt: skip
     # The byte cap keeps the log's tail: the whole log streams by, its head only counted.
     # The step the API says failed, when the job's listing has its steps: ranking uses it.
@@ -86,7 +95,11 @@ def _triage_job(
     failing_step = (
         None if failed is None else logs.Step(failed.number, failed.started_at, failed.completed_at)
     )
-    classifier = JobClassifier(catalog, job.name, max_bytes=max_bytes, failing_step=failing_step)
+    # Waits (a bounded time) for the job's passing log, fetched since the triage began.
+    passing, reference = references.for_job(job) if references else (None, None)
+    classifier = JobClassifier(
+        catalog, job.name, max_bytes=max_bytes, failing_step=failing_step, passing=passing
+    )
     outcome = client.stream_job_log(repo, job.id, classifier.feed, None, classifier.expect_size)
     check_log(outcome, job.name, retry_logs)  # LogsUnavailable: the queue comes back later
     result = classifier.finish()
@@ -96,6 +109,7 @@ def _triage_job(
         url=job.html_url or None,
         line_urls=_line_urls(job.html_url, result, steps),
         note=_log_note(outcome) or tail_note(classifier.tail),
+        reference=reference,
     )
 
 

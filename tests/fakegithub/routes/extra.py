@@ -1,6 +1,7 @@
 """Endpoints NOT in the OpenAPI subset, shaped after GitHub's REST docs; not validated.
 
-GET /repos/{owner}/{repo}/pulls, GET /repos/{owner}/{repo}/actions/runs, and
+GET /repos/{owner}/{repo}/pulls, GET /repos/{owner}/{repo}/actions/runs,
+GET /repos/{owner}/{repo}/compare/{basehead} (the merge base only), and
 POST/PATCH /repos/{owner}/{repo}/check-runs[/{check_run_id}].
 """
 
@@ -76,6 +77,39 @@ def list_runs(ctx: RouteContext) -> Response:
             ],
         }
         return json_response(200, payload, page.headers())
+
+
+def compare_commits(ctx: RouteContext) -> Response:
+    """`BASE...HEAD`: the fake keeps no commit graph, so the one merge base it knows is a pull
+    request's: `base_sha` of the pull request into BASE whose head commit is HEAD (404 for
+    any other pair, as GitHub answers refs it cannot compare). Only the fields the bot reads
+    are served: `merge_base_commit.sha` and the status, with empty commit and file lists."""
+    with ctx.state.lock:
+        repo = ctx.repo()
+        base, sep, head = ctx.params["basehead"].partition("...")
+        pull = next(
+            (
+                p
+                for (repo_id, _), p in ctx.state.pulls.items()
+                if repo_id == repo.id and sep and p.base_ref == base and p.head_sha == head
+            ),
+            None,
+        )
+        if pull is None:
+            raise HttpError(404, "Not Found")
+        commit_url = f"{ctx.urls.repo_api(repo)}/commits/{pull.base_sha}"
+        merge_base = {"sha": pull.base_sha, "url": commit_url}
+        payload = {
+            "status": "ahead",
+            "ahead_by": 1,
+            "behind_by": 0,
+            "total_commits": 1,
+            "base_commit": merge_base,
+            "merge_base_commit": merge_base,
+            "commits": [],
+            "files": [],
+        }
+        return json_response(200, payload)
 
 
 def _invalid(message: str) -> HttpError:
@@ -186,6 +220,14 @@ ROUTES = [
         permissions=(("actions", "read"),),
         in_subset=False,
         docs=f"{_DOCS}/actions/workflow-runs#list-workflow-runs-for-a-repository",
+    ),
+    Route(
+        "GET",
+        "/repos/{owner}/{repo}/compare/{basehead}",
+        compare_commits,
+        permissions=(("contents", "read"),),
+        in_subset=False,
+        docs=f"{_DOCS}/commits/commits#compare-two-commits",
     ),
     Route(
         "POST",
