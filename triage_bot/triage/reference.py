@@ -211,7 +211,8 @@ class References:
         self._repo = run.repository.full_name
         self._deadline = time.monotonic() + compare.timeout
         self._lock = threading.Lock()
-        self._why: dict[str, list[str]] = {}  # reason -> names of the jobs it concerns
+        self._why: dict[str, list[WorkflowJob]] = {}  # reason -> the jobs it concerns
+        self._order = {job.id: index for index, job in enumerate(failed)}
         self._downloads: dict[int, Future[PassingLog]] = {}  # by the passing job's id
         self._lookup = _reference_pool.submit(self._look_up, list(failed))
 
@@ -243,8 +244,15 @@ class References:
 
     def notes(self) -> list[str]:
         with self._lock:
-            reasons = list(self._why.items())
-        return [f"not compared with a passing run: {why}: {_names(jobs)}" for why, jobs in reasons]
+            reasons = [
+                (why, sorted(jobs, key=lambda j: self._order[j.id]))
+                for why, jobs in self._why.items()
+            ]
+        reasons.sort(key=lambda reason: self._order[reason[1][0].id])  # the run's job order
+        return [
+            f"not compared with a passing run: {why}: {_names([j.name for j in jobs])}"
+            for why, jobs in reasons
+        ]
 
     # ---- in the background ------------------------------------------------------------------
 
@@ -292,7 +300,7 @@ class References:
 
     def _without(self, job: WorkflowJob, why: str) -> tuple[None, None]:
         with self._lock:
-            self._why.setdefault(why, []).append(job.name)
+            self._why.setdefault(why, []).append(job)
         return None, None
 
     def _places(self) -> str:
