@@ -235,6 +235,17 @@ def test_workflow_runs_on_a_branch(world: World) -> None:
     assert [r.id for r in runs] == [base.id]
 
 
+def test_the_merge_base_of_a_pull_request_and_none_for_refs_github_cannot_compare(
+    world: World,
+) -> None:
+    with client(world) as gh:
+        assert gh.merge_base(REPO, "main", world.pull.head_sha) == world.pull.base_sha
+        assert gh.merge_base(REPO, "release/1.x", world.pull.head_sha) is None  # 404
+        assert gh.merge_base(REPO, "main", "0" * 40) is None
+    [asked, *_] = world.fake.requests(r"/compare/")
+    assert asked.path.endswith(f"/compare/main...{world.pull.head_sha}")
+
+
 # ---- logs -----------------------------------------------------------------------------------
 
 

@@ -242,6 +242,13 @@ class References:
             return self._without(job, f"the log of the passing run could not be read: {error}")
         return passing, Reference(passing_job.label, passing_job.url)
 
+    def close(self) -> None:
+        """Drop the downloads not started (their jobs went without); one under way finishes
+        into the cache, for the next triage."""
+        self._lookup.cancel()
+        for download in list(self._downloads.values()):
+            download.cancel()
+
     def notes(self) -> list[str]:
         with self._lock:
             reasons = [

@@ -74,6 +74,8 @@ def triage_run(
         for job in listed.failed
     ]
     jobs = [future.result() for future in futures]
+    if references is not None:
+        references.close()
     report = build_report(
         jobs,
         title=run.name,
