@@ -1,8 +1,10 @@
 """Triage one run: its failed jobs, each log streamed straight into a classifier (no log is
 ever held whole), the lines linked to GitHub's log viewer (`#step:S:L`), the report and its
 comment, with what it says beside the failures (why a log could not be read whole, cancelled
-jobs). It posts nothing. `triage_run` is the one pipeline (DESIGN.md: webhook, CLI and
-`/triage` share it); pipeline.py, baseline.py, command_job.py and the CLI's rerun call it.
+jobs), each job compared with its passing reference when asked (reference.py: looked up and
+downloaded in the background, never holding the triage past its timeout). It posts nothing.
+`triage_run` is the one pipeline (DESIGN.md: webhook, CLI and `/triage` share it);
+pipeline.py, baseline.py, command_job.py and the CLI's rerun call it.
 """
 
 from __future__ import annotations
@@ -73,9 +75,11 @@ def triage_run(
         )
         for job in listed.failed
     ]
-    jobs = [future.result() for future in futures]
-    if references is not None:
-        references.close()
+    try:
+        jobs = [future.result() for future in futures]
+    finally:
+        if references is not None:
+            references.close()
     report = build_report(
         jobs,
         title=run.name,
