@@ -99,6 +99,17 @@ def run_number(world: World, job: Job) -> int:
     return world.fake.state.runs[job.run_id].run_number
 
 
+def lookups(world: World, run: WorkflowRun, since: int) -> list[str]:
+    """The requests of the reference look-up among those made since the `since`th."""
+    return [
+        r.path
+        for r in world.fake.requests()[since:]
+        if "/compare/" in r.path
+        or r.path.endswith("/actions/runs")
+        or (r.path.endswith("/jobs") and f"/runs/{run.id}/" not in r.path)
+    ]
+
+
 # ---- the reference ---------------------------------------------------------------------------
 
 
@@ -106,7 +117,10 @@ def test_a_failed_job_gets_its_passing_run_on_the_merge_base_and_its_log(world: 
     at_merge_base = world.passing_run(sha=world.pull.base_sha)
     newer_on_main = world.passing_run()  # main moved on since the branch left it
     run = world.failing_run()
+    before = len(world.fake.requests())
     report = world.triage(run)
+    # The merge base, its runs, the jobs of its run: nothing more once every job has one.
+    assert len(lookups(world, run, before)) == 3
     [job] = report.jobs
     assert job.reference == Reference(
         f"run #{run_number(world, at_merge_base)}, job build, passing",
@@ -181,14 +195,7 @@ def test_the_look_up_makes_a_few_requests_however_many_jobs_fail(world: World) -
     run = world.failing_run(names)
     before = len(world.fake.requests())
     report = world.triage(run)
-    lookups = [
-        r.path
-        for r in world.fake.requests()[before:]
-        if "/compare/" in r.path
-        or r.path.endswith("/actions/runs")
-        or (r.path.endswith("/jobs") and f"/runs/{run.id}/" not in r.path)
-    ]
-    assert 3 <= len(lookups) <= MAX_LOOKUP_CALLS, lookups
+    assert len(lookups(world, run, before)) == MAX_LOOKUP_CALLS
     assert all(job.reference is None for job in report.jobs)
     [note] = [n for n in report.footer_notes if "passing" in n]
     assert note.endswith("build-0, build-1, build-2, build-3, build-4 and 7 more")

@@ -86,8 +86,10 @@ def find_references(
     wanted = {job.id: job for job in failed}
     found: dict[int, PassingJob] = {}
     repo = run.repository.full_name
+    if not wanted:
+        return found
     for candidate, where in _candidates(client, run, base_ref, budget):
-        if not wanted or not budget.spend():
+        if not budget.spend():
             break
         jobs = client.list_jobs(repo, candidate.id).jobs
         for job_id, job in list(wanted.items()):
@@ -95,6 +97,8 @@ def find_references(
             if counterpart is not None:
                 found[job_id] = PassingJob(candidate, counterpart, where)
                 del wanted[job_id]
+        if not wanted:
+            break  # before the next listing of runs is asked for
     return found
 
 
