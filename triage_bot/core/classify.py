@@ -406,7 +406,7 @@ class JobClassifier:
         if not matched and error_words:
             score = ranking.line_score(text)
             if score:
-                self._add_candidate(score, FallbackLine(number, clip(text)))
+                self._add_candidate(score, number, text)
         if step_end:
             failed = ranking.step_end(text)
             if failed is not None:
@@ -429,11 +429,22 @@ class JobClassifier:
         for offset, text in enumerate(lines):
             line = first + offset
             if line > self._section_start and (score := ranking.last_words_score(text)):
-                self._add_candidate(score, FallbackLine(line, text))
+                self._add_candidate(score, line, text)
 
-    def _add_candidate(self, score: int, line: FallbackLine) -> None:
+    def _add_candidate(self, score: int, number: int, text: str) -> None:
+        """A best-guess line; with a passing run, only a line it did not print: the lines
+        both runs printed are not what failed, and would crowd the bounded pools."""
+        new = self._is_new(text)
+        if new is False:
+            return
+        line = FallbackLine(number, clip(text), new)
         self._candidates.add(score, line)
         self._log_candidates.add(score, line)
+
+    def _is_new(self, text: str) -> bool | None:
+        """Whether the passing run did not print this line; None without a passing run.
+        Asked only of the lines reported or kept as candidates, never of every line."""
+        return None if self._passing is None else not self._passing.has(text)
 
     def _start_section(self, number: int) -> None:
         """A step starts at line `number` (GitHub's `##[group]Run`, Travis' marker) and the one
@@ -465,8 +476,11 @@ class JobClassifier:
             self._groups.append(logs.GroupMark(number, timestamp, text[len("##[group]") :]))
 
     def _track_error(self, number: int, text: str) -> None:
-        if not text.startswith(_PROCESS_EXIT) and len(self._annotations) < ranking.FALLBACK_LINES:
-            self._annotations.append(FallbackLine(number, clip(text)))
+        if text.startswith(_PROCESS_EXIT) or len(self._annotations) >= ranking.FALLBACK_LINES:
+            return
+        new = self._is_new(text)
+        if new is not False:  # an annotation the passing run also printed is no best guess
+            self._annotations.append(FallbackLine(number, clip(text), new))
 
     def _try_signature(
         self,
@@ -515,6 +529,7 @@ class JobClassifier:
             last_line=number,
             section=self._section,
             level=ranking.low_level(text, found.start()),
+            new=self._is_new(text),
         )
         _add_variants(match, captures)
         self._matches[key] = match
