@@ -165,7 +165,7 @@ def _redacted_fallback(lines: list[FallbackLine]) -> list[FallbackLine]:
     redacted = []
     for run in runs:
         texts = redact_lines([f.text for f in run])
-        redacted += [FallbackLine(f.line, text) for f, text in zip(run, texts, strict=True)]
+        redacted += [FallbackLine(f.line, text, f.new) for f, text in zip(run, texts, strict=True)]
     return redacted
 
 
@@ -184,6 +184,8 @@ def match_json(match: Match) -> dict[str, Any]:
         "retry": match.signature.retry,
         # The root cause: why it won; the others: why they rank below it.
         "reason": match.reason,
+        # Whether the passing run did not print the line (null: no comparison was made).
+        "new": match.new,
     }
 
 
@@ -198,11 +200,14 @@ def report_json(report: Report) -> dict[str, Any]:
                 "name": job.name,
                 "root_cause": match_json(root) if root else None,
                 "also": [match_json(m) for m in result.also],
-                "fallback_lines": [{"line": f.line, "text": f.text} for f in result.fallback_lines],
+                "fallback_lines": [
+                    {"line": f.line, "text": f.text, "new": f.new} for f in result.fallback_lines
+                ],
                 "lines": result.lines,
                 "bytes": result.bytes_read,
                 "truncated": result.truncated,
                 "note": job.note,
+                "reference": reference_json(job.reference),
             }
         )
     groups = [
@@ -221,6 +226,12 @@ def report_json(report: Report) -> dict[str, Any]:
         "groups": groups,
         "base": base_json(report.base),
     }
+
+
+def reference_json(reference: Reference | None) -> dict[str, str | None] | None:
+    if reference is None:
+        return None
+    return {"label": reference.label, "url": reference.url}
 
 
 def base_json(base: BaseRun | None) -> dict[str, str] | None:
