@@ -81,6 +81,16 @@ def _parser() -> argparse.ArgumentParser:
         "ranks where it does; with --format json, as each job's `candidates`",
     )
     triage.add_argument(
+        "--compare",
+        metavar="PASS",
+        help="compare with passing logs of the same jobs: a file when one log is triaged, else "
+        "a folder (or archive) of passing logs with the same file names. A matched line the "
+        "passing log also printed ranks below new ones (marked 'also in the passing run'), "
+        "best-guess lines are chosen among the new lines, the JSON says per line whether it "
+        "is new, and the reference is named by the passing file's name; a job with no "
+        "passing log of its name is not compared (a note says so)",
+    )
+    triage.add_argument(
         "--post",
         action="store_true",
         help="with a RUN_URL: also create or edit the comment on the run's pull request(s), "
