@@ -21,6 +21,8 @@ Per log, with the label's text compared after dropping colour codes and collapsi
 - any: the root cause or some other reported line (`also`, `fallback_lines`) hits.
 - shown: the root cause or a best-guess line hits: a line the comment shows as such (`also`
   is only in the JSON).
+- guess: top-1, or, for a log no signature explains, its first best-guess line hits (what
+  the reader reads first when there is no root cause).
 - none: the CLI ran and reported no root cause and no fallback lines: the reader got nothing.
 - naive: the baseline, in the same run: the last line holding `rror` or `FAIL` that is not an
   exit-code line (`exited with 1`, `Error 2`, `ELIFECYCLE`, ...), scored as top-1.
@@ -50,7 +52,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-COLUMNS = ("top-1", "any", "shown", "none", "naive", "err")
+COLUMNS = ("top-1", "guess", "any", "shown", "none", "naive", "err")
 # A text match needs this much on both sides: "error" alone is in half the labels.
 MIN_TEXT_MATCH = 10
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]|\x1b")
@@ -111,6 +113,7 @@ class Triage:
 @dataclass(frozen=True)
 class Outcome:
     top1: bool
+    guess: bool
     any: bool
     shown: bool
     none: bool
@@ -120,6 +123,7 @@ class Outcome:
     def column(self, name: str) -> bool:
         return {
             "top-1": self.top1,
+            "guess": self.guess,
             "any": self.any,
             "shown": self.shown,
             "none": self.none,
@@ -190,6 +194,7 @@ def judge(labelled: Labelled, triage: Triage, naive: Reported | None) -> Outcome
     top1 = labelled.hit(triage.root)
     return Outcome(
         top1=top1,
+        guess=top1 or (triage.root is None and labelled.hit(next(iter(triage.fallback), None))),
         any=top1 or any(labelled.hit(other) for other in triage.others),
         shown=top1 or any(labelled.hit(line) for line in triage.fallback),
         none=triage.error is None and triage.root is None and not triage.fallback,

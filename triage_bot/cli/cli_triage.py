@@ -22,7 +22,7 @@ from typing import Any
 from triage_bot.config import Settings, environment, load_settings
 from triage_bot.core import sources
 from triage_bot.core.catalog import Catalog, load_catalog
-from triage_bot.core.classify import CompiledCatalog, JobClassifier
+from triage_bot.core.classify import CompiledCatalog, JobClassifier, read_passing
 from triage_bot.core.classify_results import JobResult
 from triage_bot.core.compare import PassingLog
 from triage_bot.core.log_tail import tail_note
@@ -132,13 +132,13 @@ def passing_logs(compare: str, failing: list[sources.JobLog]) -> dict[str, sourc
 
 
 def _reference(
-    passing: sources.JobLog | str,
+    passing: sources.JobLog | str, compiled: CompiledCatalog
 ) -> tuple[PassingLog | None, Reference | None, str | None]:
     """The passing log read, its reference, or why there is no comparison (a note)."""
     if isinstance(passing, str):
         return None, None, f"not compared: no passing log of the same name in {passing}"
     try:
-        read = PassingLog.from_chunks(sources.log_chunks(passing))
+        read = read_passing(sources.log_chunks(passing), compiled)
     except sources.Skipped as skipped:
         return None, None, f"not compared: passing log {passing.origin} skipped: {skipped}"
     except sources.BROKEN as error:
@@ -157,7 +157,7 @@ def _triage_one(
     broken archive member is left out whole, what was read of it cannot be trusted.
     `compare_with`: its passing log, or where none of its name was found."""
     passing, reference, compare_note = (
-        _reference(compare_with) if compare_with is not None else (None, None, None)
+        _reference(compare_with, compiled) if compare_with is not None else (None, None, None)
     )
     classifier = JobClassifier(
         compiled, job_log.name, max_bytes=max_bytes, log_size=job_log.size, passing=passing
