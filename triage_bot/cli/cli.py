@@ -75,10 +75,11 @@ def _parser() -> argparse.ArgumentParser:
     triage.add_argument(
         "--explain",
         action="store_true",
-        help="also print, per job, every candidate root cause weighed: its score (not "
-        "deferred to a specific error, in the failing step, not at a low level, not a "
-        "recovered retry, priority, nearness to the failing step's end, first) and why it "
-        "ranks where it does; with --format json, as each job's `candidates`",
+        help="also print, per job, every candidate root cause weighed: its score (new, not "
+        "in the passing log with --compare; not deferred to a specific error, in the failing "
+        "step, not at a low level, not a recovered retry, priority, nearness to the failing "
+        "step's end, first) and why it ranks where it does; with --format json, as each "
+        "job's `candidates`",
     )
     triage.add_argument(
         "--compare",
