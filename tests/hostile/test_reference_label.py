@@ -18,21 +18,28 @@ PASSING_URL = "https://github.com/o/r/actions/runs/3/job/4"
 def _compared_report(label: str, url: str | None = PASSING_URL) -> str:
     matched = run_log("ModuleNotFoundError: No module named 'foo'\n")
     assert matched.root_cause is not None
-    matched.root_cause.new = False  # printed by the passing run too: the comment says so
+    matched.root_cause.new = True
+    old = run_log("ModuleNotFoundError: No module named 'bar'\nerror: the widget broke\n")
+    assert old.root_cause is not None
+    old.root_cause.new = False  # printed by the passing run too: the comment says so
+    old.name = "old"
     unexplained = run_log("something odd\nerror: the widget broke\n")
     unexplained.name = "other"
     jobs = [
-        Job(matched, url=JOB_URL, reference=Reference(label, url)),
-        Job(unexplained, reference=Reference(label, url)),
+        Job(result, url=JOB_URL, reference=Reference(label, url))
+        for result in (matched, old, unexplained)
     ]
     return render_comment(build_report(jobs))
 
 
 def test_the_comment_names_the_reference_with_its_link() -> None:
     comment = _compared_report("run #812, job test (3.11), passing")
-    assert "also in the passing run" in comment
-    assert comment.count(f"]({PASSING_URL})") == 3  # the job list, the evidence, the fallback
+    # The job list and the evidence of the known failure, then each unexplained job.
+    assert comment.count(f"]({PASSING_URL})") == 4
     assert "compared with [run #\u2060812, job test (3.11), passing]" in comment
+    # Its only match printed by the passing run too, a job counts as unexplained.
+    assert "(only: Python module not found, also in the passing run)" in comment
+    assert "1 known failure, 2 jobs no signature explains" in comment
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -218,7 +218,6 @@ def _group_view(group: Group, detail: Detail) -> dict[str, Any]:
         ],
         "evidence": _evidence(first_job, detail, match.line, match.before, match.text, match.after),
         "reference": _reference_view(first_job.reference),
-        "also_in_passing": match.new is False,
         "base": _base_view(group.base),
     }
 
@@ -247,6 +246,7 @@ def _job_view(job: Job) -> dict[str, Any]:
         "url": _url(job.url),
         "lines": result.lines,
         "generic": root.signature.title if root is not None else None,
+        "also_in_passing": root is not None and root.new is False,
         "fallback": [
             {"line": f.line, "text": f.text, "url": _url(job.line_urls.get(f.line) or job.url)}
             for f in result.fallback_lines

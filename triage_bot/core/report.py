@@ -81,12 +81,15 @@ class Report:
 
     @property
     def unmatched(self) -> list[Job]:
-        """Jobs with no root cause, or only a catch-all one: shown with best-guess lines."""
-        return [
-            j
-            for j in self.jobs
-            if j.result.root_cause is None or j.result.root_cause.signature.generic
-        ]
+        """Jobs with no root cause, only a catch-all one, or only lines the passing run also
+        printed: shown with best-guess lines."""
+        return [j for j in self.jobs if not explained(j.result.root_cause)]
+
+
+def explained(root: Match | None) -> bool:
+    """Whether a root cause explains its job: not a catch-all, and not a line the passing
+    run printed too (then every match was, and what failed is among the new lines)."""
+    return root is not None and not root.signature.generic and root.new is not False
 
 
 def build_report(jobs: Sequence[Job | JobResult], **details: Any) -> Report:
@@ -96,7 +99,7 @@ def build_report(jobs: Sequence[Job | JobResult], **details: Any) -> Report:
     groups: dict[tuple[str, tuple[str, ...]], Group] = {}
     for job in wrapped:
         root = job.result.root_cause
-        if root is None or root.signature.generic:
+        if root is None or not explained(root):
             continue
         group = groups.get(root.key)
         if group is None:
