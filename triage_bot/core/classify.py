@@ -175,24 +175,35 @@ class PassingGate:
         self._carry = b""
 
     def feed(self, chunk: bytes) -> None:
-        cut = chunk.rfind(b"\n") + 1
-        if cut == 0:
+        first = chunk.find(b"\n") + 1
+        if first == 0:
             # No line ends here; a line longer than the classifier reads is cut short.
             self._carry = (self._carry + chunk)[: MAX_LINE_BYTES + 1]
             return
-        block = self._carry + chunk[:cut] if self._carry else chunk[:cut]
+        # The line the last chunk began is scanned on its own, and the chunk in place (no
+        # copy of a large chunk): its lines from `first` to its last newline are whole.
+        self._keep(self._carry + chunk[:first], 0, first + len(self._carry))
+        cut = chunk.rfind(b"\n") + 1
+        self._keep(chunk, first, cut)
         self._carry = chunk[cut:]
-        self._take(block)
 
     def finish(self) -> None:
         if self._carry:
-            self._take(self._carry + b"\n")
+            line = self._carry + b"\n"
+            self._keep(line, 0, len(line))
             self._carry = b""
         self._passing.finish()
 
-    def _take(self, block: bytes) -> None:
+    def _keep(self, block: bytes, begin: int, end: int) -> None:
+        """Feed the passing log the found lines of block[begin:end] (whole lines)."""
+        if begin >= end:
+            return
         starts = sorted(
-            {block.rfind(b"\n", 0, end) + 1 for end, _ in self._prefilter.scan_ids(block)}
+            {
+                max(begin, block.rfind(b"\n", 0, at) + 1)
+                for at, _ in self._prefilter.scan_ids(block)
+                if begin < at <= end
+            }
         )
         kept = [block[start : block.index(b"\n", start) + 1] for start in starts]
         if kept:
