@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from functools import cached_property
 
 import regex
 
@@ -113,10 +114,20 @@ class CompiledCatalog:
         )
         stand_ins = [k.encode() for s in catalog.signatures if s.prefilter for k in s.keywords]
         self.prefilter: Prefilter = build_prefilter(triggers, engine_name, stand_ins)
+        self._engine_name = engine_name
+        self._literal_triggers = [t for t in triggers if not t.is_regex]
         self._keyword_bytes = {
             s.id: (tuple(k.encode() for k in s.keywords), tuple(k.encode() for k in s.any_keywords))
             for s in catalog.signatures
         }
+
+    @cached_property
+    def passing_prefilter(self) -> Prefilter:
+        """What a passing log is scanned with (read_passing): the literal triggers alone, no
+        regex trigger nor colour-split part. Twice as fast on a large log as the full
+        prefilter; a line only those find is not kept, so the failing run's copy of it counts
+        as new: shown, never hidden. Built on first use (only when comparing)."""
+        return build_prefilter(self._literal_triggers, self._engine_name, [])
 
     def keywords_hold(self, signature: Signature, line: bytes) -> bool:
         every, any_of = self._keyword_bytes[signature.id]
@@ -152,12 +163,12 @@ def classify(
 
 
 def read_passing(chunks: Iterable[bytes], catalog: CompiledCatalog) -> PassingLog:
-    """A passing log as the classifier compares with it: only the lines the catalog's
-    prefilter finds (a signature's trigger, an error word, a step marker) are normalised and
-    kept. The classifier asks `has` of no other line (matches, best-guess lines; the last
-    words of a failing step, which may hold no such word, then count as new: a line left in
-    view, never one hidden), and normalising every line of a 1 GiB log would take minutes
-    where this scan takes about what triage's own scan takes."""
+    """A passing log as the classifier compares with it: only the lines that hold a literal
+    trigger of the catalog (a signature's, an error word, a step marker) are normalised and
+    kept. The classifier asks `has` of no other line but a few (a failing step's last words,
+    which may hold no such word; a line found only by a regex trigger or through colour
+    codes): those count as new, a line left in view, never one hidden. Normalising every
+    line of a 1 GiB log would take minutes; this scan takes about a second."""
     passing = PassingLog()
     gate = PassingGate(catalog, passing)
     for chunk in chunks:
@@ -170,7 +181,7 @@ class PassingGate:
     """Feeds a PassingLog, in chunks of any size, with only the lines `read_passing` keeps."""
 
     def __init__(self, catalog: CompiledCatalog, passing: PassingLog) -> None:
-        self._prefilter = catalog.prefilter
+        self._prefilter = catalog.passing_prefilter
         self._passing = passing
         self._carry = b""
 
