@@ -8,6 +8,7 @@ timeout) on any folder of logs labelled in a `FOLDER/index.json` of this shape:
                "ranges": [[40, 42], [97, 97]],     # 1-based inclusive lines (counting \\n)
                                                    # that say why it failed; every occurrence
                "label": "--- FAIL: TestX ..."},    # optional: the labelled text itself
+               "passing": "Go/owner@repo/99.log"}, # optional: a passing run of that job
               ...]}
 
 (other keys, such as `repo`, `located`, `keywords`, are ignored). This is the format of the
@@ -18,6 +19,10 @@ Per log, with the label's text compared after dropping colour codes and collapsi
 - top-1: the root cause's line lies in a range, or its text and the label (10+ characters
   each) contain one another. The main figure.
 - any: the root cause or some other reported line (`also`, `fallback_lines`) hits.
+- shown: the root cause or a best-guess line hits: a line the comment shows as such (`also`
+  is only in the JSON).
+- guess: top-1, or, for a log no signature explains, its first best-guess line hits (what
+  the reader reads first when there is no root cause).
 - none: the CLI ran and reported no root cause and no fallback lines: the reader got nothing.
 - naive: the baseline, in the same run: the last line holding `rror` or `FAIL` that is not an
   exit-code line (`exited with 1`, `Error 2`, `ELIFECYCLE`, ...), scored as top-1.
@@ -26,8 +31,12 @@ Per log, with the label's text compared after dropping colour codes and collapsi
 Prints a count and a share per language and overall. `--misses FILE` writes each top-1 miss
 as a JSON line (file, what was wanted, what was got, any, error).
 
+`--compare` (issue #11): for a corpus whose index gives logs a `passing` log, scores only
+those logs, twice: as above, then with `triage --compare PASSING`; the naive baseline is the
+same in both tables. (bench/pairs_index.py writes such an index for a folder of pairs.)
+
 Usage: python bench/accuracy.py FOLDER [--jobs 2] [--misses FILE] [--cli PATH] [--timeout 60]
-                                [--language NAME ...]
+                                [--language NAME ...] [--compare]
 """
 
 from __future__ import annotations
@@ -43,7 +52,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-COLUMNS = ("top-1", "any", "none", "naive", "err")
+COLUMNS = ("top-1", "guess", "any", "shown", "none", "naive", "err")
 # A text match needs this much on both sides: "error" alone is in half the labels.
 MIN_TEXT_MATCH = 10
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]|\x1b")
@@ -69,6 +78,7 @@ class Labelled:
     language: str
     ranges: tuple[tuple[int, int], ...]
     label: str = ""
+    passing: str = ""  # a passing run's log of the same job, relative to the folder
 
     def hit(self, reported: Reported | None) -> bool:
         if reported is None:
@@ -103,7 +113,9 @@ class Triage:
 @dataclass(frozen=True)
 class Outcome:
     top1: bool
+    guess: bool
     any: bool
+    shown: bool
     none: bool
     naive: bool
     err: bool
@@ -111,7 +123,9 @@ class Outcome:
     def column(self, name: str) -> bool:
         return {
             "top-1": self.top1,
+            "guess": self.guess,
             "any": self.any,
+            "shown": self.shown,
             "none": self.none,
             "naive": self.naive,
             "err": self.err,
@@ -126,6 +140,7 @@ def load_index(folder: Path) -> list[Labelled]:
             language=row.get("language") or "?",
             ranges=tuple((int(a), int(b)) for a, b in row["ranges"]),
             label=row.get("label") or "",
+            passing=row.get("passing") or "",
         )
         for row in rows
     ]
@@ -160,8 +175,10 @@ def parse_report(stdout: bytes) -> Triage:
     return Triage(root=root, others=also + fallback, fallback=fallback)
 
 
-def run_cli(cli: Path, log: Path, timeout: float) -> Triage:
+def run_cli(cli: Path, log: Path, timeout: float, passing: Path | None = None) -> Triage:
     command = [str(cli), "triage", "--format", "json", str(log)]
+    if passing is not None:
+        command += ["--compare", str(passing)]
     try:
         done = subprocess.run(command, capture_output=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
@@ -177,7 +194,9 @@ def judge(labelled: Labelled, triage: Triage, naive: Reported | None) -> Outcome
     top1 = labelled.hit(triage.root)
     return Outcome(
         top1=top1,
+        guess=top1 or (triage.root is None and labelled.hit(next(iter(triage.fallback), None))),
         any=top1 or any(labelled.hit(other) for other in triage.others),
+        shown=top1 or any(labelled.hit(line) for line in triage.fallback),
         none=triage.error is None and triage.root is None and not triage.fallback,
         naive=labelled.hit(naive),
         err=triage.error is not None,
@@ -191,19 +210,30 @@ class Scored:
     outcome: Outcome
 
 
-Triager = Callable[[Path], Triage]
+# A log, and the passing log to compare it with (None: no comparison).
+Triager = Callable[[Path, Path | None], Triage]
 
 
 def score(
-    folder: Path, triager: Triager, jobs: int = 2, languages: Sequence[str] = ()
+    folder: Path,
+    triager: Triager,
+    jobs: int = 2,
+    languages: Sequence[str] = (),
+    *,
+    compare: bool | None = None,
 ) -> list[Scored]:
     """Triage every log of `folder`'s index (with `jobs` at a time), or those of the given
-    languages, and judge each."""
+    languages, and judge each. `compare`: only the logs with a passing log, triaged with
+    (True) or without (False) comparing."""
     wanted = {name.lower() for name in languages}
     index = [row for row in load_index(folder) if not wanted or row.language.lower() in wanted]
+    if compare is not None:
+        index = [row for row in index if row.passing]
+    logs = [folder / row.file for row in index]
+    passing = [folder / row.passing if compare else None for row in index]
     # Threads are enough: each one waits on a CLI process.
     with ThreadPoolExecutor(max(1, jobs)) as pool:
-        triages = list(pool.map(triager, [folder / row.file for row in index]))
+        triages = list(pool.map(triager, logs, passing))
     return [
         Scored(row, triage, judge(row, triage, naive_line(folder / row.file)))
         for row, triage in zip(index, triages, strict=True)
@@ -211,7 +241,7 @@ def score(
 
 
 def cli_triager(cli: Path, timeout: float) -> Triager:
-    return lambda log: run_cli(cli, log, timeout)
+    return lambda log, passing: run_cli(cli, log, timeout, passing)
 
 
 def totals(results: Iterable[Scored]) -> dict[str, int]:
@@ -276,10 +306,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=[],
         help="score only the logs of this language (repeatable; default: all)",
     )
+    parser.add_argument(
+        "--compare",
+        action="store_true",
+        help="score the logs that have a passing log, without then with `triage --compare`",
+    )
     args = parser.parse_args(argv)
     triager = cli_triager(args.cli, args.timeout)
-    results = score(args.folder, triager, args.jobs, args.language)
-    print(table(results))
+    if args.compare:
+        alone = score(args.folder, triager, args.jobs, args.language, compare=False)
+        print("without --compare:\n" + table(alone) + "\n")
+        results = score(args.folder, triager, args.jobs, args.language, compare=True)
+        print("with --compare:\n" + table(results))
+    else:
+        results = score(args.folder, triager, args.jobs, args.language)
+        print(table(results))
     if args.misses:
         misses = [miss_record(r) for r in results if not r.outcome.top1]
         lines = (json.dumps(m, ensure_ascii=False) + "\n" for m in misses)

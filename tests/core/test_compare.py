@@ -79,3 +79,20 @@ def test_distinct_lines_past_the_cap_are_dropped_and_count_as_new() -> None:
 def test_an_empty_passing_log_holds_nothing() -> None:
     passing = PassingLog.from_chunks([])
     assert passing.lines == 0 and not passing.has("") and not passing.has("anything")
+
+
+def test_batches_merge_into_one_sorted_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Small batches, lines repeated across them: each merge adds only what is not known.
+    monkeypatch.setattr("triage_bot.core.compare.BATCH_LINES", 64)
+    passing = PassingLog(max_lines=700)
+    for start in range(0, 1000, 100):
+        passing.feed(b"".join(b"line %d\n" % (n % 600) for n in range(start, start + 100)))
+    passing.finish()
+    assert passing.distinct == 600 and not passing.truncated
+    assert all(passing.has(f"line {n}") for n in range(600))
+    # Past the cap mid-batch: what was known stays, part of the batch fills the room.
+    passing.feed(b"".join(b"other %d\n" % n for n in range(300)))
+    passing.finish()
+    assert passing.distinct == 700 and passing.truncated
+    assert all(passing.has(f"line {n}") for n in range(600))
+    assert sum(passing.has(f"other {n}") for n in range(300)) == 100

@@ -16,9 +16,10 @@ from helpers import ROOT, compiled, run_log
 
 from triage_bot.core import logs, ranking
 from triage_bot.core.catalog import load_catalog
-from triage_bot.core.classify import CompiledCatalog, JobClassifier, classify
+from triage_bot.core.classify import CompiledCatalog, JobClassifier, classify, read_passing
 from triage_bot.core.classify_results import JobResult
-from triage_bot.core.ranking import line_score, low_level, step_end
+from triage_bot.core.compare import PassingLog
+from triage_bot.core.ranking import SCORE_PARTS, line_score, low_level, step_end
 
 # schwehr/generic-sensor-format issue 12 (tests/accuracy/c/travis-gcc-storage-size.log).
 GCC = "gsf.c:258:24: error: storage size of \u2018stbuf\u2019 isn\u2019t known"
@@ -87,7 +88,8 @@ def test_wrapper_defers_to_the_specific_error_above_it() -> None:
     assert "in the failing step" in root.reason
     inner = next(w for w in result.weighed if w.match.text == MAKE_INNER)
     outer = next(w for w in result.weighed if w.match.text == MAKE_OUTER)
-    assert inner.score[0] == 0 and outer.score[0] == 0
+    deferred = SCORE_PARTS.index("not_deferred")
+    assert inner.score[deferred] == 0 and outer.score[deferred] == 0
     assert f"defers to `{GCC}`" in outer.reason
     alone = run_log(log_of(["$ make test", MAKE_INNER, MAKE_OUTER, MAKE_FAILED]))
     assert alone.root_cause is not None and alone.root_cause.text == MAKE_INNER
@@ -383,7 +385,9 @@ def test_a_step_that_passed_ranks_below_even_when_no_step_is_marked_failing() ->
     result = run_log(log_of(lines))
     assert result.root_cause is not None and result.root_cause.text == GCC
     network = next(w for w in result.weighed if w.match.text == dns)
-    assert network.score[1] == 0 and "in a step that passed" in network.reason
+    assert (
+        network.score[SCORE_PARTS.index("step")] == 0 and "in a step that passed" in network.reason
+    )
 
 
 def test_with_the_whole_catalog_the_failing_steps_last_words_are_the_root_cause() -> None:
@@ -394,3 +398,50 @@ def test_with_the_whole_catalog_the_failing_steps_last_words_are_the_root_cause(
     ]
     root = run_log(log_of(lines)).root_cause
     assert root is not None and (root.line, root.text) == (4, PERMISSION)
+
+
+def _compared(failing: str, passing: str) -> JobResult:
+    job = JobClassifier(compiled(), "job", passing=PassingLog.from_chunks([passing.encode()]))
+    job.feed(failing.encode())
+    return job.finish()
+
+
+PY_ERROR = "E   ModuleNotFoundError: No module named 'flaky_plugin'"
+
+
+def test_a_root_cause_the_passing_run_also_printed_loses_to_a_new_one() -> None:
+    failing = log_of(travis_step("make test", [PY_ERROR, "", GCC, MAKE_INNER], 2))
+    # Without a comparison the compiler error wins (the nearest the end among equals).
+    alone = run_log(failing)
+    assert alone.root_cause is not None and alone.root_cause.new is None
+    assert alone.root_cause.text == GCC
+    # The passing run printed the compiler's line (at another time): it is not the cause.
+    passing = log_of(["2024-01-02T03:04:05.1234567Z " + GCC, "all good"])
+    result = _compared(failing, passing)
+    root = result.root_cause
+    assert root is not None and root.new is True and root.text != GCC
+    old = next(m for m in result.also if m.text == GCC)
+    assert old.new is False and ranking.ALSO_IN_PASSING in old.reason
+    assert all(m.new is not None for m in result.matches)
+
+
+def test_best_guess_lines_are_chosen_among_the_new_lines() -> None:
+    old = [f"ERROR: flaky thing {n} failed to start" for n in range(10)]
+    new = "ERROR: the widget frobnicator exploded"
+    failing = log_of(travis_step("./run", [*old, new, *old], 1))
+    plain = run_log(failing)
+    assert new not in [f.text for f in plain.fallback_lines]  # crowded out by the others
+    result = _compared(failing, log_of(travis_step("./run", old, 0)))
+    assert [f.text for f in result.fallback_lines] == [new]
+    assert [f.new for f in result.fallback_lines] == [True]
+
+
+def test_a_passing_log_keeps_the_lines_the_classifier_can_ask_about() -> None:
+    # Only prefiltered lines are kept, whatever the chunking (a line cut across chunks).
+    data = log_of(["2024-01-02T03:04:05Z plain progress 1", PY_ERROR, "ok done", GCC]).encode()
+    for size in (1, 7, len(data)):
+        chunks = [data[i : i + size] for i in range(0, len(data), size)]
+        passing = read_passing(chunks, compiled())
+        assert passing.has(PY_ERROR) and passing.has(GCC)
+        assert not passing.has("plain progress 1") and not passing.has("ok done")
+        assert passing.distinct == 2

@@ -75,10 +75,21 @@ def _parser() -> argparse.ArgumentParser:
     triage.add_argument(
         "--explain",
         action="store_true",
-        help="also print, per job, every candidate root cause weighed: its score (not "
-        "deferred to a specific error, in the failing step, not at a low level, not a "
-        "recovered retry, priority, nearness to the failing step's end, first) and why it "
-        "ranks where it does; with --format json, as each job's `candidates`",
+        help="also print, per job, every candidate root cause weighed: its score (new, not "
+        "in the passing log with --compare; not deferred to a specific error, in the failing "
+        "step, not at a low level, not a recovered retry, priority, nearness to the failing "
+        "step's end, first) and why it ranks where it does; with --format json, as each "
+        "job's `candidates`",
+    )
+    triage.add_argument(
+        "--compare",
+        metavar="PASS",
+        help="compare with passing logs of the same jobs: a file when one log is triaged, else "
+        "a folder (or archive) of passing logs with the same file names. A matched line the "
+        "passing log also printed ranks below new ones (marked 'also in the passing run'), "
+        "best-guess lines are chosen among the new lines, the JSON says per line whether it "
+        "is new, and the reference is named by the passing file's name; a job with no "
+        "passing log of its name is not compared (a note says so)",
     )
     triage.add_argument(
         "--post",

@@ -22,11 +22,12 @@ from typing import Any
 from triage_bot.config import Settings, environment, load_settings
 from triage_bot.core import sources
 from triage_bot.core.catalog import Catalog, load_catalog
-from triage_bot.core.classify import CompiledCatalog, JobClassifier
+from triage_bot.core.classify import CompiledCatalog, JobClassifier, read_passing
 from triage_bot.core.classify_results import JobResult
+from triage_bot.core.compare import PassingLog
 from triage_bot.core.log_tail import tail_note
 from triage_bot.core.ranking import SCORE_PARTS
-from triage_bot.core.report import Job, Report, build_report, report_json
+from triage_bot.core.report import Job, Reference, Report, build_report, report_json
 
 # https://HOST/OWNER/REPO/actions/runs/ID[/attempts/N]: github.com or any GitHub Enterprise
 # Server host (its API URL comes from GITHUB_API_URL, not from the run's URL).
@@ -66,13 +67,25 @@ def triage(args: argparse.Namespace) -> None:
             raise sources.InputError(
                 "--post posts what the App would, with the built-in catalog: drop --catalog"
             )
+        if args.compare is not None:
+            raise sources.InputError("--compare is for log files, not a RUN_URL")
         _triage_url(args, urls[0])
         return
     if args.post:
         raise sources.InputError("--post needs a RUN_URL")
     jobs_in = sources.collect(args.paths, _warn)
+    passing = passing_logs(args.compare, jobs_in) if args.compare is not None else None
     compiled = CompiledCatalog(load(args.catalog))
-    jobs = [job for job in (_triage_one(j, compiled, args.max_bytes) for j in jobs_in) if job]
+    jobs = [
+        job
+        for job in (
+            _triage_one(j, compiled, args.max_bytes, passing.get(j.name, args.compare))
+            if passing is not None
+            else _triage_one(j, compiled, args.max_bytes)
+            for j in jobs_in
+        )
+        if job
+    ]
     if not jobs:
         raise sources.InputError("no log could be read")
     print_report(build_report(jobs), args.format, explain=args.explain)
@@ -101,12 +114,54 @@ def _warn(problem: str) -> None:
     print(f"triage-bot: {problem}", file=sys.stderr)
 
 
+def passing_logs(compare: str, failing: list[sources.JobLog]) -> dict[str, sources.JobLog]:
+    """`--compare`'s passing logs by the failing job each stands for: one log (a file) for
+    one failing job, whatever its name; else the logs of the same name (a folder, an archive:
+    read as PATH is, so names are made alike on both sides)."""
+    given = sources.collect([compare], _warn)
+    if not given:
+        raise sources.InputError(f"--compare {compare}: no passing log could be read")
+    if len(given) == 1 and len(failing) == 1 and not Path(compare).is_dir():
+        return {failing[0].name: given[0]}
+    if not Path(compare).is_dir() and len(failing) > 1:
+        raise sources.InputError(
+            f"--compare {compare}: several logs to triage: give a folder of passing logs "
+            "with the same file names"
+        )
+    return {job.name: job for job in given}
+
+
+def _reference(
+    passing: sources.JobLog | str, compiled: CompiledCatalog
+) -> tuple[PassingLog | None, Reference | None, str | None]:
+    """The passing log read, its reference, or why there is no comparison (a note)."""
+    if isinstance(passing, str):
+        return None, None, f"not compared: no passing log of the same name in {passing}"
+    try:
+        read = read_passing(sources.log_chunks(passing), compiled)
+    except sources.Skipped as skipped:
+        return None, None, f"not compared: passing log {passing.origin} skipped: {skipped}"
+    except sources.BROKEN as error:
+        return None, None, f"not compared: {passing.origin}: {sources.describe(error)}"
+    label = passing.origin.replace("\\", "/").rsplit("/", 1)[-1]
+    return read, Reference(label), None
+
+
 def _triage_one(
-    job_log: sources.JobLog, compiled: CompiledCatalog, max_bytes: int | None
+    job_log: sources.JobLog,
+    compiled: CompiledCatalog,
+    max_bytes: int | None,
+    compare_with: sources.JobLog | str | None = None,
 ) -> Job | None:
     """One job's triage, or None (said on stderr) when its file is no log or is broken: a
-    broken archive member is left out whole, what was read of it cannot be trusted."""
-    classifier = JobClassifier(compiled, job_log.name, max_bytes=max_bytes, log_size=job_log.size)
+    broken archive member is left out whole, what was read of it cannot be trusted.
+    `compare_with`: its passing log, or where none of its name was found."""
+    passing, reference, compare_note = (
+        _reference(compare_with, compiled) if compare_with is not None else (None, None, None)
+    )
+    classifier = JobClassifier(
+        compiled, job_log.name, max_bytes=max_bytes, log_size=job_log.size, passing=passing
+    )
     try:
         for chunk in sources.log_chunks(job_log):
             classifier.feed(chunk)
@@ -121,7 +176,9 @@ def _triage_one(
     if result.time_cut is not None:
         cut = result.time_cut
         note = f"classification stopped at line {cut.line} after {cut.cpu_s:g} s of CPU time"
-    return Job(result, note=note)
+    if compare_note is not None:
+        note = compare_note if note is None else f"{note}; {compare_note}"
+    return Job(result, note=note, reference=reference)
 
 
 def _triage_url(args: argparse.Namespace, url: str) -> None:

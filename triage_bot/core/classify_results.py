@@ -31,6 +31,8 @@ class Match:
     level: str | None = None
     # Why it ranks where it does (the root cause: why it won); set by ranking.rank.
     reason: str = ""
+    # Whether the passing run did not print its line (compare.py); None: no comparison made.
+    new: bool | None = None
 
     @property
     def key(self) -> tuple[str, tuple[str, ...]]:
@@ -58,6 +60,8 @@ class TimeCut:
 class FallbackLine:
     line: int
     text: str
+    # Whether the passing run did not print it (compare.py); None: no comparison made.
+    new: bool | None = None
 
 
 # Ranking's verdicts (ranking.py makes them; they live here so that it imports this module

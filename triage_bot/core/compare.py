@@ -196,12 +196,20 @@ class PassingLog:
             return
         fresh = np.unique(np.fromiter(self._batch, dtype=np.uint64, count=len(self._batch)))
         self._batch.clear()
-        merged = np.union1d(self._known, fresh)
-        if merged.size > self.max_lines:
+        # The hashes not known yet, found by binary search: union1d would concatenate and
+        # sort the whole set again for each batch (O(n log n) and several copies of 8 MiB).
+        at = np.searchsorted(self._known, fresh)
+        inside = at < self._known.size
+        known_already = np.zeros(fresh.size, dtype=bool)
+        known_already[inside] = self._known[at[inside]] == fresh[inside]
+        new = fresh[~known_already]
+        room = self.max_lines - self._known.size
+        if new.size > room:
             # Keep what was known and as many of the new lines as fit (the batch that
             # crosses the cap gives an arbitrary part of its own).
-            room = self.max_lines - self._known.size
-            new = np.setdiff1d(fresh, self._known, assume_unique=True)[: max(room, 0)]
-            merged = np.union1d(self._known, new)
+            new = new[: max(room, 0)]
             self.truncated = True
-        self._known = merged
+        if new.size:
+            # One array of the merged size, still sorted: each run of new hashes goes in at
+            # its place, in order.
+            self._known = np.insert(self._known, np.searchsorted(self._known, new), new)

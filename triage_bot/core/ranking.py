@@ -11,6 +11,9 @@ A person reading a failed job's log goes to the end of the step that failed and 
 - a line printed at DEBUG/INFO/WARN level (`W: Failed to fetch ...`, `level=warning`) is
   not the failure, unless the signature matched the level word itself (`WARNING: DATA RACE`);
 - a failure seen again and again in a step that then passed was retried and recovered;
+- before all of these, when a passing run of the same job was read (compare.py): a line the
+  passing run also printed is not what failed this time, so any new line beats it (it stays
+  listed, "also in the passing run"), and a wrapper never defers to such a line;
 - then the signature's priority; among equals, the match nearest the failing step's end.
 
 A step's end is `##[error]Process completed with exit code N` (GitHub Actions), `The command
@@ -236,13 +239,14 @@ def pick_fallback(
 
 
 def demoted(item: Weighed) -> bool:
-    """Whether a match ranked low for what it is: a wrapper that deferred, a step that passed,
-    a warning, a retry that recovered."""
-    return 0 in item.score[:4]
+    """Whether a match ranked low for what it is: also in the passing run, a wrapper that
+    deferred, a step that passed, a warning, a retry that recovered."""
+    return 0 in item.score[:_DEMOTING_PARTS]
 
 
 # The parts of a score, in the order they are compared.
 SCORE_PARTS = (
+    "new",
     "not_deferred",
     "step",
     "not_low_level",
@@ -251,6 +255,11 @@ SCORE_PARTS = (
     "nearness",
     "first",
 )
+# The parts that demote a match when 0 (those before "priority"), and where they sit.
+_DEMOTING_PARTS = SCORE_PARTS.index("priority")
+_NOT_DEFERRED = SCORE_PARTS.index("not_deferred")
+_NEARNESS = SCORE_PARTS.index("nearness")
+ALSO_IN_PASSING = "also in the passing run"
 
 
 def rank(matches: Sequence[Match], steps: Steps, last_line: int) -> list[Weighed]:
@@ -268,6 +277,7 @@ def rank(matches: Sequence[Match], steps: Steps, last_line: int) -> list[Weighed
         step, step_reason = _step_rank(match, steps)
         recovered = _recovered(match, steps)
         head: tuple[int, ...] = (
+            0 if match.new is False else 1,
             0 if above is not None else 1,
             step,
             0 if match.level else 1,
@@ -275,6 +285,8 @@ def rank(matches: Sequence[Match], steps: Steps, last_line: int) -> list[Weighed
             match.signature.priority,
         )
         reasons = []
+        if match.new is False:
+            reasons.append(ALSO_IN_PASSING)
         if above is not None:
             kind = "a wrapper line" if match.signature.wraps else "a parent"
             reasons.append(
@@ -321,7 +333,7 @@ def _child_of(parent: Match, matches: Sequence[Match]) -> Match | None:
     if not names:
         return None
     for match in matches:
-        if match is parent or match.signature.id != parent.signature.id:
+        if match is parent or match.signature.id != parent.signature.id or match.new is False:
             continue
         if match.section != parent.section:
             continue
@@ -348,7 +360,7 @@ def _earlier_failure(wrapper: Match, matches: Sequence[Match], steps: Steps) -> 
         end = steps.ends.get(match.section)
         if end is None or not end.failed or match.section >= wrapper.section:
             continue
-        if match.signature.wraps or match.signature.generic or match.level:
+        if match.signature.wraps or match.signature.generic or match.level or match.new is False:
             continue
         if best is None or (match.section, -match.line) > (best.section, -best.line):
             best = match
@@ -360,6 +372,8 @@ def _nearest_above(wrapper: Match, matches: Sequence[Match], *, wrappers: bool) 
     best_line = 0
     for match in matches:
         if match.signature.wraps != wrappers or match.signature.generic or match.level:
+            continue
+        if match.new is False:  # the passing run printed it too: not what this wrapper ends
             continue
         if match is wrapper or match.section != wrapper.section or match.line >= wrapper.line:
             continue
@@ -401,13 +415,13 @@ def _winner(
     wrapper = next((w for w in matches if deferred.get(id(w)) is top.match), None)
     if wrapper is not None:
         parts.append(f"specific error above the wrapper `{_short(wrapper.text)}`")
-    if top.match.signature.wraps and top.score[0] == 1:
+    if top.match.signature.wraps and top.score[_NOT_DEFERRED] == 1:
         parts.append("a wrapper line with no error matched above it (see the best-guess lines)")
     elif demoted(top):
         parts.append(f"first only for want of better: {top.reason}")
     parts.append(top.reason.split("; ")[-1])
-    rivals = [w for w in weighed[1:] if w.score[:5] == top.score[:5]]
-    same = [w for w in rivals if w.score[5] == top.score[5]]
+    rivals = [w for w in weighed[1:] if w.score[:_NEARNESS] == top.score[:_NEARNESS]]
+    same = [w for w in rivals if w.score[_NEARNESS] == top.score[_NEARNESS]]
     if same:
         which = "last" if top.match.signature.final_report else "first"
         parts.append(f"the {which} of {len(same) + 1} `{top.match.signature.id}` matches")

@@ -16,6 +16,7 @@ sanitize's helpers and render_signature_text.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from markdown_it.token import Token
 
 from triage_bot.core import sanitize
 from triage_bot.core.catalog import Signature, data_dir
-from triage_bot.core.report import BaseRun, Group, Job, Report
+from triage_bot.core.report import BaseRun, Group, Job, Reference, Report
 from triage_bot.core.template_budget import BudgetSandbox, compile_bounded, render_bounded
 
 COMMENT_MARKER = "<!-- triage-bot:sticky-comment -->"
@@ -135,6 +136,20 @@ def _url(url: str | None) -> Safe | None:
     return None if url is None else Safe(url)
 
 
+# A passing reference's link: the App's own (GitHub's URL of a passing job), but checked, since
+# it comes from another lookup than the failing job's: nothing that could end the link early.
+_PLAIN_URL = re.compile(r"https?://[^\s()<>\[\]`'\"\\]+")
+
+
+def _reference_view(reference: Reference | None) -> dict[str, Any] | None:
+    """The passing log a job was compared with: its label is untrusted text (a file name, a
+    job's name), printed through a slot like any log text."""
+    if reference is None:
+        return None
+    url = reference.url if reference.url and _PLAIN_URL.fullmatch(reference.url) else None
+    return {"label": reference.label, "url": _url(url)}
+
+
 @dataclass(frozen=True)
 class Detail:
     """How much of each failure to show; the comment steps down until it fits the cap."""
@@ -189,7 +204,10 @@ def _group_view(group: Group, detail: Detail) -> dict[str, Any]:
         "fix": fix if detail.fix else "",
         "retry": group.signature.retry,
         "job_count": len(group.jobs),
-        "jobs": [{"name": j.name, "url": _url(j.url)} for j in group.jobs[: detail.job_names]],
+        "jobs": [
+            {"name": j.name, "url": _url(j.url), "reference": _reference_view(j.reference)}
+            for j in group.jobs[: detail.job_names]
+        ],
         "more_jobs": max(0, len(group.jobs) - detail.job_names),
         "first_job": first_job.name,
         "occurrences": match.count,
@@ -199,6 +217,7 @@ def _group_view(group: Group, detail: Detail) -> dict[str, Any]:
             if len(values) > 1
         ],
         "evidence": _evidence(first_job, detail, match.line, match.before, match.text, match.after),
+        "reference": _reference_view(first_job.reference),
         "base": _base_view(group.base),
     }
 
@@ -227,10 +246,12 @@ def _job_view(job: Job) -> dict[str, Any]:
         "url": _url(job.url),
         "lines": result.lines,
         "generic": root.signature.title if root is not None else None,
+        "also_in_passing": root is not None and root.new is False,
         "fallback": [
             {"line": f.line, "text": f.text, "url": _url(job.line_urls.get(f.line) or job.url)}
             for f in result.fallback_lines
         ],
+        "reference": _reference_view(job.reference),
     }
 
 

@@ -81,12 +81,15 @@ class Report:
 
     @property
     def unmatched(self) -> list[Job]:
-        """Jobs with no root cause, or only a catch-all one: shown with best-guess lines."""
-        return [
-            j
-            for j in self.jobs
-            if j.result.root_cause is None or j.result.root_cause.signature.generic
-        ]
+        """Jobs with no root cause, only a catch-all one, or only lines the passing run also
+        printed: shown with best-guess lines."""
+        return [j for j in self.jobs if not explained(j.result.root_cause)]
+
+
+def explained(root: Match | None) -> bool:
+    """Whether a root cause explains its job: not a catch-all, and not a line the passing
+    run printed too (then every match was, and what failed is among the new lines)."""
+    return root is not None and not root.signature.generic and root.new is not False
 
 
 def build_report(jobs: Sequence[Job | JobResult], **details: Any) -> Report:
@@ -96,7 +99,7 @@ def build_report(jobs: Sequence[Job | JobResult], **details: Any) -> Report:
     groups: dict[tuple[str, tuple[str, ...]], Group] = {}
     for job in wrapped:
         root = job.result.root_cause
-        if root is None or root.signature.generic:
+        if root is None or not explained(root):
             continue
         group = groups.get(root.key)
         if group is None:
@@ -165,7 +168,7 @@ def _redacted_fallback(lines: list[FallbackLine]) -> list[FallbackLine]:
     redacted = []
     for run in runs:
         texts = redact_lines([f.text for f in run])
-        redacted += [FallbackLine(f.line, text) for f, text in zip(run, texts, strict=True)]
+        redacted += [FallbackLine(f.line, text, f.new) for f, text in zip(run, texts, strict=True)]
     return redacted
 
 
@@ -184,6 +187,8 @@ def match_json(match: Match) -> dict[str, Any]:
         "retry": match.signature.retry,
         # The root cause: why it won; the others: why they rank below it.
         "reason": match.reason,
+        # Whether the passing run did not print the line (null: no comparison was made).
+        "new": match.new,
     }
 
 
@@ -198,11 +203,14 @@ def report_json(report: Report) -> dict[str, Any]:
                 "name": job.name,
                 "root_cause": match_json(root) if root else None,
                 "also": [match_json(m) for m in result.also],
-                "fallback_lines": [{"line": f.line, "text": f.text} for f in result.fallback_lines],
+                "fallback_lines": [
+                    {"line": f.line, "text": f.text, "new": f.new} for f in result.fallback_lines
+                ],
                 "lines": result.lines,
                 "bytes": result.bytes_read,
                 "truncated": result.truncated,
                 "note": job.note,
+                "reference": reference_json(job.reference),
             }
         )
     groups = [
@@ -221,6 +229,12 @@ def report_json(report: Report) -> dict[str, Any]:
         "groups": groups,
         "base": base_json(report.base),
     }
+
+
+def reference_json(reference: Reference | None) -> dict[str, str | None] | None:
+    if reference is None:
+        return None
+    return {"label": reference.label, "url": reference.url}
 
 
 def base_json(base: BaseRun | None) -> dict[str, str] | None:
