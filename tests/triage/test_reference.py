@@ -132,11 +132,12 @@ def test_a_failed_job_gets_its_passing_run_on_the_merge_base_and_its_log(world: 
     # What the classifier was given: the passing log's lines, as the real pair has them.
     [failed] = world.client.list_jobs(REPO, run.id).failed
     references = References(world.client, world.client.get_run(REPO, run.id), [failed],
-                            CompareWith("main", world.cache))  # fmt: skip
+                            CompareWith("main", world.cache), builtin_catalog())  # fmt: skip
     passing, reference = references.for_job(failed)
     assert passing is not None and reference == job.reference
     assert passing.has(SHARED_WARNING) and not passing.has(THE_ERROR)
-    assert passing.lines == PASS_LOG.count(b"\n") + (not PASS_LOG.endswith(b"\n"))
+    # Only the lines the classifier may ask about are kept (read_passing's gate).
+    assert 0 < passing.lines < PASS_LOG.count(b"\n")
 
 
 def test_without_a_run_at_the_merge_base_the_latest_passing_run_of_main_is_taken(
@@ -253,23 +254,24 @@ def test_the_cache_is_bounded_expires_and_ignores_a_corrupt_entry(tmp_path: Path
     entry = one.distinct * 8
     cache = PassingCache(tmp_path, max_bytes=3 * entry + 3 * 1024, max_age_s=3600)
     for job_id in range(1, 6):
-        cache.put("api", "o/r", job_id, one)
-        path = cache.path("api", "o/r", job_id)
+        cache.put("api", "o/r", job_id, "k", one)
+        path = cache.path("api", "o/r", job_id, "k")
         os.utime(path, (time.time() - 100 + job_id, time.time() - 100 + job_id))
     assert cache.size() <= cache.max_bytes
-    kept = [job_id for job_id in range(1, 6) if cache.path("api", "o/r", job_id).exists()]
+    kept = [job_id for job_id in range(1, 6) if cache.path("api", "o/r", job_id, "k").exists()]
     assert kept == [3, 4, 5]  # the least recently used went first
-    loaded = cache.get("api", "o/r", 3)
+    loaded = cache.get("api", "o/r", 3, "k")
     assert loaded is not None and loaded.has("line 2999") and not loaded.has("line 3000")
-    assert cache.get("api", "o/other", 3) is None  # another repository's job 3
+    assert cache.get("api", "o/other", 3, "k") is None  # another repository's job 3
+    assert cache.get("api", "o/r", 3, "other catalog") is None  # read with other triggers
     # Expired: older than max_age_s, it counts as absent and is removed.
     old = time.time() - 7200
-    os.utime(cache.path("api", "o/r", 4), (old, old))
-    assert cache.get("api", "o/r", 4) is None and not cache.path("api", "o/r", 4).exists()
+    os.utime(cache.path("api", "o/r", 4, "k"), (old, old))
+    assert cache.get("api", "o/r", 4, "k") is None and not cache.path("api", "o/r", 4, "k").exists()
     # Corrupt (a torn copy, or garbage): ignored and removed, never raised.
-    whole = cache.path("api", "o/r", 5).read_bytes()
-    cache.path("api", "o/r", 5).write_bytes(whole[: len(whole) // 2])
-    assert cache.get("api", "o/r", 5) is None and not cache.path("api", "o/r", 5).exists()
+    whole = cache.path("api", "o/r", 5, "k").read_bytes()
+    cache.path("api", "o/r", 5, "k").write_bytes(whole[: len(whole) // 2])
+    assert cache.get("api", "o/r", 5, "k") is None and not cache.path("api", "o/r", 5, "k").exists()
 
 
 # ---- end to end ------------------------------------------------------------------------------
@@ -289,5 +291,10 @@ def test_the_pipeline_compares_with_the_base_branch_of_the_pull_request(
     [body] = [c.body for c in world.fake.state.comments_on(world.repo, world.pull.number)]
     assert "not compared with a passing run" not in body
     assert "variable activity is already defined" in body
+    # The comment names the reference, linked to the passing job.
+    number = run_number(world, passing)
+    # (a word joiner keeps "#1" from linking to issue 1: the label is sanitised like a log's)
+    label = f"run #\u2060{number}, job build, passing"
+    assert f"compared with [{label}]({job_url(world, passing)})" in body
     assert world.log_downloads(passing) == 1
     assert list((tmp_path / "cache" / "compare").glob(f"{passing.id}-*.npz"))

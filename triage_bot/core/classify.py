@@ -13,6 +13,7 @@ of the bytes, the catalog and (optionally) the step the API says failed.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Iterable
 from functools import cached_property
@@ -128,6 +129,15 @@ class CompiledCatalog:
         prefilter; a line only those find is not kept, so the failing run's copy of it counts
         as new: shown, never hidden. Built on first use (only when comparing)."""
         return build_prefilter(self._literal_triggers, self._engine_name, [])
+
+    @cached_property
+    def passing_key(self) -> str:
+        """Names what read_passing keeps (the literal triggers): a passing log read with
+        another catalog kept other lines, so a cache must not hand it to this one."""
+        digest = hashlib.blake2b(digest_size=8)
+        for pattern in sorted(t.pattern for t in self._literal_triggers):
+            digest.update(pattern + b"\0")
+        return digest.hexdigest()
 
     def keywords_hold(self, signature: Signature, line: bytes) -> bool:
         every, any_of = self._keyword_bytes[signature.id]

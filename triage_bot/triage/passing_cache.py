@@ -48,13 +48,15 @@ class PassingCache:
         self.max_bytes = max_bytes
         self.max_age_s = max_age_s
 
-    def path(self, api_url: str, repo: str, job_id: int) -> Path:
-        # Job ids are unique on one GitHub; the host and repository keep two apart.
-        where = hashlib.blake2b(f"{api_url}\n{repo}".encode(), digest_size=6).hexdigest()
+    def path(self, api_url: str, repo: str, job_id: int, catalog_key: str) -> Path:
+        # Job ids are unique on one GitHub; the host and repository keep two apart, and the
+        # catalog's key two readings of one log with different triggers (repositories' own).
+        place = f"{api_url}\n{repo}\n{catalog_key}"
+        where = hashlib.blake2b(place.encode(), digest_size=6).hexdigest()
         return self.root / f"{job_id}-{where}{SUFFIX}"
 
-    def get(self, api_url: str, repo: str, job_id: int) -> PassingLog | None:
-        path = self.path(api_url, repo, job_id)
+    def get(self, api_url: str, repo: str, job_id: int, catalog_key: str) -> PassingLog | None:
+        path = self.path(api_url, repo, job_id, catalog_key)
         try:
             age = time.time() - path.stat().st_mtime
         except OSError:
@@ -71,8 +73,10 @@ class PassingCache:
         _touch(path)  # recently used: the last to be evicted
         return passing
 
-    def put(self, api_url: str, repo: str, job_id: int, passing: PassingLog) -> None:
-        path = self.path(api_url, repo, job_id)
+    def put(
+        self, api_url: str, repo: str, job_id: int, catalog_key: str, passing: PassingLog
+    ) -> None:
+        path = self.path(api_url, repo, job_id, catalog_key)
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             passing.save(path)

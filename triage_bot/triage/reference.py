@@ -28,6 +28,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
 from triage_bot.config import DEFAULT_COMPARE_TIMEOUT, DEFAULT_MAX_LOG_BYTES
+from triage_bot.core.classify import CompiledCatalog, PassingGate
 from triage_bot.core.compare import PassingLog
 from triage_bot.core.report import Reference
 from triage_bot.github_api.github import GitHubClient, WorkflowJob, WorkflowRun
@@ -210,8 +211,10 @@ class References:
         run: WorkflowRun,
         failed: Sequence[WorkflowJob],
         compare: CompareWith,
+        catalog: CompiledCatalog,
     ) -> None:
         self._client, self._run, self._compare = client, run, compare
+        self._catalog = catalog
         self._repo = run.repository.full_name
         self._deadline = time.monotonic() + compare.timeout
         self._lock = threading.Lock()
@@ -282,13 +285,15 @@ class References:
 
     def _passing_log(self, reference: PassingJob) -> PassingLog:
         cache, api_url, job_id = self._compare.cache, self._client.api_url, reference.job.id
-        cached = cache.get(api_url, self._repo, job_id) if cache else None
+        key = self._catalog.passing_key
+        cached = cache.get(api_url, self._repo, job_id, key) if cache else None
         if cached is not None:
             return cached
         passing = PassingLog()
+        gate = PassingGate(self._catalog, passing)  # keeps only the lines the classifier asks
 
         def feed(chunk: bytes) -> bool:
-            passing.feed(chunk)
+            gate.feed(chunk)
             return True
 
         outcome = self._client.stream_job_log(self._repo, job_id, feed, self._compare.max_log_bytes)
@@ -301,9 +306,9 @@ class References:
             raise NoPassingLog(
                 f"the log of the passing {run} could not be downloaded ({outcome.reason})"
             )
-        passing.finish()
+        gate.finish()
         if cache is not None:
-            cache.put(api_url, self._repo, job_id, passing)
+            cache.put(api_url, self._repo, job_id, key, passing)
         return passing
 
     def _left(self) -> float:

@@ -67,7 +67,9 @@ def triage_run(
     run = run or client.get_run(repo, run_id)
     listed = client.list_jobs(repo, run_id, attempt)
     references = (
-        References(client, run, listed.failed, compare) if compare and listed.failed else None
+        References(client, run, listed.failed, compare, catalog)
+        if compare and listed.failed
+        else None
     )
     futures = [
         _log_pool.submit(
