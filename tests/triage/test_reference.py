@@ -6,6 +6,8 @@ with a note. The logs are a real pass/fail pair of one GitHub Actions job
 
 from __future__ import annotations
 
+import gzip
+import json
 import os
 import time
 from collections.abc import Iterator
@@ -298,3 +300,36 @@ def test_the_pipeline_compares_with_the_base_branch_of_the_pull_request(
     assert f"compared with [{label}]({job_url(world, passing)})" in body
     assert world.log_downloads(passing) == 1
     assert list((tmp_path / "cache" / "compare").glob(f"{passing.id}-*.npz"))
+
+
+def test_through_the_app_a_root_cause_the_passing_run_also_printed_is_demoted(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # numpy's pair (tests/compare_pairs, BugSwarm): its feature probes print compiler errors
+    # in every run. With the base branch's passing run of the job, the failing test wins.
+    monkeypatch.setenv("TRIAGE_CACHE_DIR", str(tmp_path / "cache"))
+    pairs = Path(__file__).parents[1] / "compare_pairs"
+    [row] = [
+        r for r in json.loads((pairs / "index.json").read_text())["logs"] if "numpy" in r["file"]
+    ]
+    fail_log = gzip.decompress((pairs / row["file"]).read_bytes())
+    pass_log = gzip.decompress((pairs / row["passing"]).read_bytes())
+    world.passing_run(
+        sha=world.pull.base_sha, jobs=[NewJob("build", conclusion="success", log=pass_log)]
+    )
+    run = world.fake.state.add_run(
+        world.repo, pull=world.pull, jobs=[NewJob("build", log=fail_log)]
+    )
+    installation = world.fake.install("octo-org")
+    with closing(Store(world.settings.database_url)) as store:
+        result = triage_job(
+            triage_payload(REPO, installation.id, run), world.settings, store, options=FAST
+        )
+
+    [job] = result["jobs"]
+    root = job["root_cause"]
+    assert any(first <= root["line"] <= last for first, last in row["ranges"]) and root["new"]
+    old = [m for m in job["also"] if m["new"] is False]
+    assert old and all("also in the passing run" in m["reason"] for m in old)
+    [body] = [c.body for c in world.fake.state.comments_on(world.repo, world.pull.number)]
+    assert f"line {root['line']}" in body and "compared with" in body
