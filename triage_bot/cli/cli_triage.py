@@ -200,10 +200,13 @@ def _triage_url(args: argparse.Namespace, url: str) -> None:
         if shown:
             return  # else nothing was triaged (every pull request was skipped): print it
     from triage_bot.github_api.github import GitHubError, client_for_repo
+    from triage_bot.triage.pipeline import compare_with_bases
     from triage_bot.triage.run import triage_run
 
     try:
         with client_for_repo(settings, run.repo) as client:
+            found = client.get_run(run.repo, run.run_id)
+            bases = [pull.base.ref for pull in found.pull_requests]
             report, _ = triage_run(
                 client,
                 run.repo,
@@ -211,6 +214,8 @@ def _triage_url(args: argparse.Namespace, url: str) -> None:
                 run.attempt,
                 CompiledCatalog(load(args.catalog)),
                 max_log_bytes=settings.max_log_bytes,
+                run=found,
+                compare=compare_with_bases(settings, bases),  # as the App compares
             )
     except GitHubError as exc:
         raise GitHubFailed(f"GitHub: {exc}") from exc

@@ -126,9 +126,13 @@ def triage_job(
 def compare_with(settings: Settings, targets: Sequence[Target]) -> CompareWith:
     """Each failed job is compared with its passing run on the base branch of the (first)
     pull request, else on earlier commits of its own branch."""
-    base_ref = next((t.base_ref for t in targets if not t.skip and t.base_ref), None)
+    return compare_with_bases(settings, [t.base_ref for t in targets if not t.skip])
+
+
+def compare_with_bases(settings: Settings, base_refs: Sequence[str | None]) -> CompareWith:
+    """The comparison with the first of `base_refs` (the pull requests' base branches)."""
     return CompareWith(
-        base_ref=base_ref,
+        base_ref=next((ref for ref in base_refs if ref), None),
         cache=PassingCache(max_bytes=settings.compare_cache_bytes),
         timeout=settings.compare_timeout,
         max_log_bytes=settings.max_log_bytes,
