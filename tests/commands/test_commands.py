@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import threading
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -307,6 +308,31 @@ def test_retry_re_runs_only_the_jobs_a_re_run_cures_and_says_why_not_the_others(
     assert "`network-econnreset`" in done and "`docker-pull-rate-limit`" in done
     assert f"`{BROKEN}`" in left and "`python-unexpected-keyword-argument` is not one" in left
     assert f"`{UNKNOWN}`" in left and "no signature matched" in left
+
+
+@pytest.mark.parametrize("passing_run_printed_it", [False, True])
+def test_retry_leaves_a_cure_line_the_passing_run_also_printed(
+    roles: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, passing_run_printed_it: bool
+) -> None:
+    # A connection reset (a re-run cures it) that the base branch's passing run of the same
+    # job also printed is not why this run failed: the error after it is new, so no re-run.
+    world = roles
+    monkeypatch.setenv("TRIAGE_CACHE_DIR", str(tmp_path / "cache"))
+    reset = window(FLAKY["npm-install"])
+    failing = reset + b"\nError: the migration 0042_add_index left the schema at version 41\n"
+    if passing_run_printed_it:
+        world.fake.state.add_run(
+            world.repo, head_sha=world.pull.base_sha, head_branch="main", event="push",
+            conclusion="success", pull_requests=[],
+            jobs=[NewJob("npm-install", conclusion="success", log=reset)],
+        )  # fmt: skip
+    jobs = [NewJob("npm-install", log=failing)]
+    run = world.fake.state.add_run(world.repo, pull=world.pull, jobs=jobs)
+    command(world, WRITER, "/triage retry")
+    rerun = reruns(world) != []
+    assert rerun is not passing_run_printed_it, reruns(world)
+    if rerun:
+        assert world.fake.requests(rf"/runs/{run.id}/rerun-failed-jobs$", method="POST")
 
 
 def test_retry_of_a_run_whose_every_failure_is_flaky_is_one_request(roles: World) -> None:

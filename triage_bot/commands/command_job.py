@@ -244,7 +244,8 @@ def _plan_run(
         return (run, still_running(jobs), jobs) if jobs.failed else None
     if run.conclusion not in FAILING_RUN_CONCLUSIONS:
         return None
-    # The logs say which failures a re-run cures: triage this attempt again (nothing posted).
+    # The logs say which failures a re-run cures: triage this attempt again (nothing posted),
+    # compared with the passing runs as the comment was, so both name the same root cause.
     report, _ = triage_run(
         client,
         repo,
@@ -253,6 +254,7 @@ def _plan_run(
         catalog,
         max_log_bytes=call.settings.max_log_bytes,
         run=run,
+        compare=pipeline.compare_with_bases(call.settings, [call.pull.base.ref]),
     )
     jobs = client.list_jobs(repo, run.id, run.run_attempt)
     return (run, plan(report, jobs), jobs) if jobs.failed else None

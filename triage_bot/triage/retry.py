@@ -35,6 +35,8 @@ log = logging.getLogger(__name__)
 
 STILL_RUNNING = "the run is still in progress"
 NO_SIGNATURE = "no signature matched"
+# Every match was printed by the passing run too (issue #11): none of them is why it failed.
+ONLY_OLD = "what matched, the passing run also printed"
 NOT_FOUND = "GitHub no longer lists this job"
 
 
@@ -66,6 +68,8 @@ def plan(report: Report, jobs: RunJobs) -> list[Verdict]:
         job_id = found.id if found else None
         if root is None:
             verdicts.append(Verdict(job.name, job_id, False, NO_SIGNATURE))
+        elif root.new is False:
+            verdicts.append(Verdict(job.name, job_id, False, ONLY_OLD, root.signature.id))
         elif not root.signature.retry:
             reason = f"the root cause `{root.signature.id}` is not one a re-run cures"
             verdicts.append(Verdict(job.name, job_id, False, reason, root.signature.id))
