@@ -27,8 +27,8 @@ from triage_bot.service.queue import JobQueue, QueueOptions
 from triage_bot.service.queue_transport import sqlite_huey
 from triage_bot.service.worker import EmbeddedWorker
 from triage_bot.store.store import Store
-from triage_bot.triage.baseline import base_job_name
 from triage_bot.triage.pipeline import triage_job
+from triage_bot.triage.same_job import base_job_name
 from triage_bot.triage.sticky_comment import OUTDATED_NOTE, outdated_job, with_outdated_note
 
 REPO = "octo-org/widgets"

@@ -35,11 +35,20 @@ def write(name: str, data: bytes) -> None:
     target = cache_dir() / name
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-        partial.write_bytes(data)
-        partial.replace(target)  # atomic: a reader never sees half a file
+        write_atomically(target, data)
     except OSError:
         pass  # a read-only home: build every time, still correct
+
+
+def write_atomically(target: Path, data: bytes) -> None:
+    """Write `data` to `target` so that a reader sees the old file or the new one, never
+    half of one (a temporary file of this process and thread, then a rename)."""
+    partial = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        partial.write_bytes(data)
+        partial.replace(target)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 class Lru(Generic[K, V]):

@@ -21,8 +21,7 @@ logs keeps the hashes, not the log); the classifier asks `has(text)` of the line
 from __future__ import annotations
 
 import hashlib
-import os
-import threading
+import io
 import zipfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -30,10 +29,11 @@ from pathlib import Path
 import numpy as np
 import regex
 
+from triage_bot.core import cache
+
 MAX_DISTINCT_LINES = 1 << 20
 # Hashes gathered before they are sorted and merged into the set (bounds the working memory).
 BATCH_LINES = 1 << 16
-CHUNK_BYTES = 1 << 20
 MAX_LINE_CHARS = 4096  # a longer line is compared on its first 4 Ki characters
 
 # Each (pattern, replacement) blanks one kind of run-to-run noise. Order matters: timestamps
@@ -113,23 +113,14 @@ class PassingLog:
         passing.finish()
         return passing
 
-    @classmethod
-    def from_file(cls, path: Path) -> PassingLog:
-        with path.open("rb") as log:
-            return cls.from_chunks(iter(lambda: log.read(CHUNK_BYTES), b""))
-
     def save(self, path: Path) -> None:
         """Write the kept hashes to `path` (numpy's .npz, uncompressed: hashes do not
         compress), atomically: a reader sees the old file or the new one, never half of one."""
         self.finish()
         meta = np.array([self.lines, int(self.truncated), self.max_lines], dtype=np.uint64)
-        partial = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        try:
-            with partial.open("wb") as out:
-                np.savez(out, hashes=self._known, meta=meta)
-            partial.replace(path)
-        finally:
-            partial.unlink(missing_ok=True)
+        saved = io.BytesIO()  # at most 8 MiB of hashes
+        np.savez(saved, hashes=self._known, meta=meta)
+        cache.write_atomically(path, saved.getvalue())
 
     @classmethod
     def load(cls, path: Path) -> PassingLog:

@@ -30,8 +30,6 @@ from triage_bot.triage.same_job import base_job_name, base_runs
 
 log = logging.getLogger(__name__)
 
-__all__ = ["base_job_name", "base_runs"]  # the names callers know from here (same_job.py)
-
 _CAPTURES_KEY_CHARS = 400
 # The conclusions that say whether the base branch fails; a cancelled or skipped run says
 # nothing, so the run before it is looked at instead.

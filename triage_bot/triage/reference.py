@@ -1,12 +1,12 @@
 """The passing reference of each failed job: the latest successful run of the same job.
 
 "The same job" is the same workflow file and the same job name once its matrix values and
-shard number are set aside (baseline.job_family); a job of the exact same name wins over a
+shard number are set aside (same_job.job_family); a job of the exact same name wins over a
 sibling of its family. Runs are looked at in this order, newest first within each:
 
 1. the runs at the pull request's merge base with its base branch (GitHub's compare endpoint
    gives the merge base): what the branch started from, the fairest reference;
-2. the base branch's latest finished runs (baseline.base_runs, as the verdict comparison);
+2. the base branch's latest finished runs (same_job.base_runs, as the verdict comparison);
 3. earlier commits of the run's own head branch (a push run of `main` has no pull request:
    its reference is the last commit of `main` where the job passed).
 
