@@ -36,6 +36,7 @@ import logging
 import os
 import shutil
 import sqlite3
+import time
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -73,12 +74,34 @@ def prepare(dbapi_connection: sqlite3.Connection, path: Path | None) -> None:
     if path is not None:
         require_free_space(path.parent)
     dbapi_connection.execute("PRAGMA mmap_size=0")
-    dbapi_connection.execute("PRAGMA journal_mode=WAL")  # readers do not block the writer
+    enable_wal(dbapi_connection)
     if path is not None:
         # A read maps the wal-index (and, for the first opener, truncates and regrows it),
         # so the -shm has its final inode and size before it is allocated.
         dbapi_connection.execute("SELECT count(*) FROM sqlite_master").fetchall()
         allocate_shm(path)
+
+
+def enable_wal(dbapi_connection: sqlite3.Connection, wait_seconds: float = 10.0) -> None:
+    """Put the database in WAL mode (readers do not block the writer), waiting for the
+    other openers. WAL is a property of the file: once one connection set it, the others only
+    read it. Setting it needs an exclusive lock, and SQLite answers "database is locked" at
+    once, without its busy handler, when processes open an empty database together (seen in
+    CI: six openers, one failed), so a locked answer is retried here until `wait_seconds`."""
+    deadline = time.monotonic() + wait_seconds
+    pause = 0.005
+    while True:
+        try:
+            mode = dbapi_connection.execute("PRAGMA journal_mode").fetchone()
+            if mode is not None and str(mode[0]).lower() == "wal":
+                return
+            dbapi_connection.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.2)
 
 
 def allocate_shm(path: Path) -> None:
