@@ -96,3 +96,13 @@ def test_batches_merge_into_one_sorted_set(monkeypatch: pytest.MonkeyPatch) -> N
     assert passing.distinct == 700 and passing.truncated
     assert all(passing.has(f"line {n}") for n in range(600))
     assert sum(passing.has(f"other {n}") for n in range(300)) == 100
+
+
+def test_lines_asked_together_get_the_answers_they_get_alone() -> None:
+    # The classifier asks about its candidate lines a batch at a time, normalised as one
+    # text: a line must not run into the next (a count at the end of one line and a unit
+    # at the start of the next once read as one duration).
+    passing = PassingLog.from_chunks([b"retrying request 5\nmin retries reached\nok\n"])
+    asked = ["retrying request 5", "min retries reached", "retrying request 6", "ok", ""]
+    assert passing.has_many(asked) == [passing.has(text) for text in asked]
+    assert passing.has_many(asked) == [True, True, False, True, False]

@@ -35,6 +35,8 @@ MAX_DISTINCT_LINES = 1 << 20
 # Hashes gathered before they are sorted and merged into the set (bounds the working memory).
 BATCH_LINES = 1 << 16
 MAX_LINE_CHARS = 4096  # a longer line is compared on its first 4 Ki characters
+# Changes whenever `normalise` does: hashes saved by another version are of other lines.
+NORMALISE_VERSION = 2
 
 # Each (pattern, replacement) blanks one kind of run-to-run noise. Order matters: timestamps
 # before durations and numbers, paths before hex ids.
@@ -67,14 +69,14 @@ _NOISE: tuple[tuple[regex.Pattern[str], str], ...] = tuple(
         (r"(?i)\b(pid|process|thread)([ =:#]*)\d+", r"\1\2<pid>", 0),
         (r"\b([A-Za-z_][\w.-]*)\[\d+\]", r"\1[<pid>]", 0),  # python[1234], java[99]
         (
-            r"(?i)\b\d+(?:\.\d+)?\s?(?:ns|µs|us|ms|s|secs?|seconds?|m|mins?|minutes?|h|hours?)\b"
+            r"(?i)\b\d+(?:\.\d+)?[ \t]?(?:ns|µs|us|ms|s|secs?|seconds?|m|mins?|minutes?|h|hours?)\b"
             r"|\b\d+m\d+(?:\.\d+)?s\b",
             "<dur>",
             0,
         ),
-        (r"(?i)\b\d+(?:\.\d+)?\s?(?:[kmgt]i?b|bytes|b)(?:/s)?\b", "<size>", 0),
-        (r"\d+(?:\.\d+)?\s?%", "<pct>", 0),
-        (r"\b\d+\s?/\s?\d+\b", "<n>/<n>", 0),  # [12/345], 3/10 steps
+        (r"(?i)\b\d+(?:\.\d+)?[ \t]?(?:[kmgt]i?b|bytes|b)(?:/s)?\b", "<size>", 0),
+        (r"\d+(?:\.\d+)?[ \t]?%", "<pct>", 0),
+        (r"\b\d+[ \t]?/[ \t]?\d+\b", "<n>/<n>", 0),  # [12/345], 3/10 steps
         (r"#\d+\b", "#<n>", 0),
         (r"[ \t]+", " ", 0),
         (r"^ | $", "", regex.M),
@@ -167,9 +169,21 @@ class PassingLog:
     def has(self, text: str) -> bool:
         """Whether the passing log printed `text` (a line, with or without its timestamp and
         colour codes), once both are normalised."""
-        wanted = np.uint64(line_hash(normalise(text[:MAX_LINE_CHARS])))
-        at = int(np.searchsorted(self._known, wanted))
-        return at < self._known.size and bool(self._known[at] == wanted)
+        return self.has_many([text])[0]
+
+    def has_many(self, texts: list[str]) -> list[bool]:
+        """`has` of each of `texts` (lines without a newline), normalised together: each
+        pattern runs once over them all, in C, instead of once per line."""
+        if not texts:
+            return []
+        joined = "\n".join(text[:MAX_LINE_CHARS].replace("\n", " ") for text in texts)
+        normalised = normalise(joined).split("\n")
+        wanted = np.fromiter((line_hash(line) for line in normalised), dtype=np.uint64)
+        at = np.searchsorted(self._known, wanted)
+        inside = at < self._known.size
+        found = np.zeros(wanted.size, dtype=bool)
+        found[inside] = self._known[at[inside]] == wanted[inside]
+        return [bool(value) for value in found]
 
     def _add_lines(self, block: bytes) -> None:
         # Normalised a block at a time: each pattern runs once over many lines, in C.
