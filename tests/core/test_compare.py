@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from triage_bot.core.catalog import load_catalog
+from triage_bot.core.classify import CompiledCatalog, read_passing
 from triage_bot.core.compare import PassingLog, normalise
 
 
@@ -106,3 +108,15 @@ def test_lines_asked_together_get_the_answers_they_get_alone() -> None:
     asked = ["retrying request 5", "min retries reached", "retrying request 6", "ok", ""]
     assert passing.has_many(asked) == [passing.has(text) for text in asked]
     assert passing.has_many(asked) == [True, True, False, True, False]
+
+
+def test_a_passing_log_keeps_only_the_lines_the_classifier_may_ask_about() -> None:
+    # Kept: a line a signature matches, or one with an error word. Not kept: a line that
+    # only holds a signature's trigger (`--- `, ` - `, `1) ` are common), which costs its
+    # normalising and is never asked about.
+    asked = [b"--- FAIL: TestLogin (0.01s)", b"npm ERR! code ELIFECYCLE", b"fatal error: a.h"]
+    never_asked = [b"--- Summary of the build ---", b" - installing foo", b"1) loads the page"]
+    catalog = CompiledCatalog(load_catalog())
+    passing = read_passing([b"\n".join(asked + never_asked) + b"\n"], catalog)
+    assert [passing.has(line.decode()) for line in asked] == [True] * 3
+    assert [passing.has(line.decode()) for line in never_asked] == [False] * 3

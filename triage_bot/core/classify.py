@@ -46,6 +46,8 @@ from triage_bot.core.regex_shapes import cpu_search, top_level_branches
 
 MAX_DISTINCT_MATCHES = 100
 MAX_VARIANTS = 50
+# Changes whenever what read_passing keeps does (see passing_key).
+PASSING_GATE_VERSION = 3
 # Best-guess lines gathered before the passing run is asked about them at once: 256 lines of
 # at most MAX_LINE_CHARS (what a comparison reads of a line), 1 MiB at worst.
 UNASKED_CANDIDATES = 256
@@ -120,6 +122,16 @@ class CompiledCatalog:
         self.prefilter: Prefilter = build_prefilter(triggers, engine_name, stand_ins)
         self._engine_name = engine_name
         self._literal_triggers = [t for t in triggers if not t.is_regex]
+        # For read_passing: each literal trigger's signatures (by its index among the literal
+        # triggers), or None for a trigger a line is kept for whatever holds it (an error
+        # word, a step's end or start, GitHub's markers).
+        always = self.error_words | self.step_ends
+        always |= {self.error_marker, self.group_marker, self.travis_start}
+        self.passing_signatures: list[list[Signature] | None] = [
+            None if index in always or index not in self.by_literal else self.by_literal[index]
+            for index, trigger in enumerate(triggers)
+            if not trigger.is_regex
+        ]
         self._keyword_bytes = {
             s.id: (tuple(k.encode() for k in s.keywords), tuple(k.encode() for k in s.any_keywords))
             for s in catalog.signatures
@@ -139,7 +151,7 @@ class CompiledCatalog:
         `normalise`): a passing log read with another catalog kept other lines, so a cache
         must not hand it to this one."""
         digest = hashlib.blake2b(digest_size=8)
-        digest.update(b"normalise %d\0" % NORMALISE_VERSION)
+        digest.update(b"normalise %d, gate %d\0" % (NORMALISE_VERSION, PASSING_GATE_VERSION))
         for pattern in sorted(t.pattern for t in self._literal_triggers):
             digest.update(pattern + b"\0")
         return digest.hexdigest()
@@ -196,7 +208,9 @@ class PassingGate:
     """Feeds a PassingLog, in chunks of any size, with only the lines `read_passing` keeps."""
 
     def __init__(self, catalog: CompiledCatalog, passing: PassingLog) -> None:
+        self._catalog = catalog
         self._prefilter = catalog.passing_prefilter
+        self._signatures = catalog.passing_signatures
         self._passing = passing
         self._carry = b""
 
@@ -224,16 +238,38 @@ class PassingGate:
         """Feed the passing log the found lines of block[begin:end] (whole lines)."""
         if begin >= end:
             return
-        starts = sorted(
-            {
-                max(begin, block.rfind(b"\n", 0, at) + 1)
-                for at, _ in self._prefilter.scan_ids(block)
-                if begin < at <= end
-            }
-        )
-        kept = [block[start : block.index(b"\n", start) + 1] for start in starts]
+        found: dict[int, list[int]] = {}  # trigger indexes by the start of their line
+        for at, index in self._prefilter.scan_ids(block):
+            if begin < at <= end:
+                found.setdefault(max(begin, block.rfind(b"\n", 0, at) + 1), []).append(index)
+        kept = []
+        for start in sorted(found):
+            line = block[start : block.index(b"\n", start) + 1]
+            if self._wanted(line, found[start]):
+                kept.append(line)
         if kept:
             self._passing.feed(b"".join(kept))
+
+    def _wanted(self, line: bytes, indexes: list[int]) -> bool:
+        """Whether the classifier may ask about this line of the passing log: it holds an
+        error word or a step's mark, or a signature its triggers stand for matches it. A
+        trigger alone is often a common word (`--- `, ` - `, `1) `: 1 line in 6 of real logs
+        holds one) and normalising a kept line costs ten times matching it."""
+        signatures: dict[str, Signature] = {}
+        for index in indexes:
+            found = None if index < 0 else self._signatures[index]
+            if found is None:
+                return True
+            signatures.update((s.id, s) for s in found)
+        clean = logs.strip_ansi(line.rstrip(b"\r\n"))
+        held = [s for s in signatures.values() if self._catalog.keywords_hold(s, clean)]
+        if not held:
+            return False
+        if any(s.id in self._catalog.untrusted for s in held):
+            return True  # a repository's pattern runs under a time limit, in the classifier
+        _timestamp, text = logs.normalise(clean)
+        pieces = _regex_pieces(text)
+        return any(s.pattern.search(piece) for s in held for piece in pieces)
 
 
 class JobClassifier:
