@@ -284,12 +284,28 @@ def print_report(report: Report, chosen: str | None, *, explain: bool = False) -
                 shown["candidates"] = candidates_json(job.result)
         print(json.dumps(data, indent=2, ensure_ascii=False))
         return
-    from triage_bot.core.render import render_comment, render_text  # jinja2: not for JSON
+    if output_format == "markdown":
+        from triage_bot.core.render import render_comment  # jinja2: not for JSON
 
-    render = render_comment if output_format == "markdown" else render_text
-    sys.stdout.write(render(report))
+        sys.stdout.write(render_comment(report))
+    else:
+        from triage_bot.core.terminal import render_text  # rich: only for the terminal
+
+        sys.stdout.write(render_text(report, *terminal_style()))
     if explain:
         sys.stdout.write(explanation(report))
+
+
+def terminal_style() -> tuple[int | None, str | None]:
+    """The width to wrap the terminal view to and the colours to use: standard output's when
+    it is a terminal (rich reads NO_COLOR and TERM=dumb: then no colour), else neither: a
+    pipe or a file gets plain lines, unwrapped."""
+    from rich.console import Console
+
+    console = Console(file=sys.stdout)
+    if not console.is_terminal:
+        return None, None
+    return console.width, None if console.no_color else console.color_system
 
 
 def explanation(report: Report) -> str:
