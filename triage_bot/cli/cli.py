@@ -9,7 +9,7 @@ from pathlib import Path
 
 from triage_bot import __version__
 from triage_bot.catalog_tools import catalog_check
-from triage_bot.cli import cli_triage
+from triage_bot.cli import catalog_view, cli_triage
 from triage_bot.config import Role, SettingsError, environment, load_settings, parse_size
 from triage_bot.core import sources
 
@@ -182,6 +182,7 @@ def _add_catalog_commands(commands: argparse._SubParsersAction[argparse.Argument
             metavar="PATH",
             help="signature files or folders (default: the built-in catalog)",
         )
+    _add_catalog_browsing(catalog_commands)
     new = catalog_commands.add_parser(
         "new",
         help="draft a signature and its .log window from a line of a real log",
@@ -213,6 +214,38 @@ def _add_catalog_commands(commands: argparse._SubParsersAction[argparse.Argument
     new.add_argument("--title", metavar="T", help="the signature's title (default: a TODO)")
     new.add_argument("--force", action="store_true", help="replace DIR/ID.yml and DIR/ID.log")
     new.set_defaults(run=_new)
+
+
+def _add_catalog_browsing(
+    catalog_commands: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> None:
+    listing = catalog_commands.add_parser(
+        "list",
+        help="list the signatures: id, category, title",
+        description="List the signatures by id, one a line: id, category, title. Offline. "
+        "Exit code 2 when no signature is of --category (the categories are named).",
+    )
+    listing.add_argument("--category", metavar="C", help="only the signatures of category C")
+    listing.set_defaults(run=catalog_view.list_signatures)
+    explain = catalog_commands.add_parser(
+        "explain",
+        help="show what one signature matches, says and suggests",
+        description="Show signature ID: title, category and priority, what it matches (its "
+        "pattern and keywords), an example line from its tests, the summary and fix with each "
+        "capture as <name>, its references, and the paths of its .yml and .log. Offline. "
+        "Exit code 2 on an unknown ID, with the closest ids.",
+    )
+    explain.add_argument("id", metavar="ID", help="the signature's id (see catalog list)")
+    explain.set_defaults(run=catalog_view.explain)
+    for sub in (listing, explain):
+        sub.add_argument(
+            "--catalog",
+            action="append",
+            default=[],
+            type=Path,
+            metavar="DIR",
+            help="also load the signatures in DIR (may be repeated)",
+        )
 
 
 def _add_service_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -9,7 +9,7 @@ markdown renderer: no `**`, no code fences, no HTML entities, and the captures a
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from rich.console import Console, RenderableType
 from rich.markdown import Markdown
@@ -17,8 +17,14 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from triage_bot.core.catalog import Signature
 from triage_bot.core.report import Group, Job, Reference, Report, explained
-from triage_bot.core.report_text import failing_values, signature_text, values_label
+from triage_bot.core.report_text import (
+    failing_values,
+    placeholder_text,
+    signature_text,
+    values_label,
+)
 
 INDENT = 3
 MAX_JOB_NAMES = 12
@@ -33,6 +39,13 @@ _HINT = "Use --format markdown for the pull request comment, --format json for s
 def render_text(report: Report, width: int | None = None, color_system: str | None = None) -> str:
     """The report as the terminal shows it: `width` columns (None: lines are not wrapped),
     with colour in `color_system` ("standard", "256", "truecolor"; None: plain text)."""
+    return render(view(report), width, color_system)
+
+
+def render(
+    parts: Iterable[RenderableType], width: int | None = None, color_system: str | None = None
+) -> str:
+    """`parts` one under the other, as render_text prints them."""
     out = io.StringIO()
     console = Console(
         file=out,
@@ -44,7 +57,7 @@ def render_text(report: Report, width: int | None = None, color_system: str | No
         markup=False,
         emoji=False,
     )
-    for part in view(report):
+    for part in parts:
         console.print(part)
     if color_system is not None:
         return out.getvalue()
@@ -178,3 +191,45 @@ def _hanging(rows: list[tuple[Text, Text]]) -> Table:
 
 def _indented(renderable: RenderableType) -> RenderableType:
     return Padding(renderable, (0, 0, 0, INDENT), expand=False)
+
+
+def signature_view(signature: Signature) -> Iterator[RenderableType]:
+    """`catalog explain`: what a signature is, matches and says, with each capture shown as
+    its placeholder, and where it is written."""
+    text = placeholder_text(signature)
+    yield Text.assemble((signature.id, "bold"), f": {signature.title}")
+    yield _labelled("category", f"{signature.category}, priority {signature.priority}")
+    yield _labelled("matches", signature.pattern.pattern)
+    keywords = [*signature.keywords, *signature.any_keywords]
+    yield _labelled(
+        "keywords", ", ".join(keywords) + (" (any of)" if signature.any_keywords else "")
+    )
+    if signature.group_by:
+        yield _labelled("one failure per", ", ".join(signature.group_by))
+    traits = [
+        *(["a wrapper: defers to a specific error above it"] if signature.wraps else []),
+        *(
+            ["the tool's final report: its last match is the cause"]
+            if signature.final_report
+            else []
+        ),
+        *(["retrying may pass (a flaky or infrastructure failure)"] if signature.retry else []),
+    ]
+    for trait in traits:
+        yield _indented(Text(trait))
+    if signature.match_examples:
+        example = signature.match_examples[0]
+        yield _labelled("example", example.line)
+        if example.captures:
+            captured = ", ".join(f"{name}={value}" for name, value in example.captures.items())
+            yield _labelled("captures", captured)
+    yield _indented(Text("summary:", style="bold"))
+    yield _indented(Markdown(text.summary, hyperlinks=False))
+    yield _indented(Text("fix:", style="bold green"))
+    yield _indented(Markdown(text.fix, hyperlinks=False, code_theme="ansi_dark"))
+    if signature.references:
+        yield _indented(Text("references:", style="bold"))
+        yield _indented(Text("\n".join(signature.references)))
+    window = signature.path.with_suffix(".log")
+    files = [str(signature.path), *([str(window)] if window.is_file() else [])]
+    yield _labelled("files", "\n".join(files))
