@@ -31,7 +31,8 @@ def _parser() -> argparse.ArgumentParser:
 
     triage = commands.add_parser(
         "triage",
-        help="triage job logs (files, folders, archives, - for stdin) or one run by its URL",
+        help="triage job logs (files, folders, archives, - for stdin), or a run or a pull "
+        "request by its URL",
         description="Triage job logs offline. Each file is one job, named by its file name; a "
         "folder gives one job per file; a zip or tar archive one job per member (GitHub's log "
         "archive: one per job); gzip, bzip2 and xz are read compressed, told by their content; "
@@ -39,15 +40,18 @@ def _parser() -> argparse.ArgumentParser:
         "with a note; a broken archive or file is one line on stderr and the rest is triaged. "
         "Or give one RUN_URL (https://HOST/OWNER/REPO/actions/runs/ID[/attempts/N]) to triage "
         "that run's failed jobs from GitHub, with GITHUB_TOKEN or the App's credentials "
-        "(APP_ID, PRIVATE_KEY) and GITHUB_API_URL for GitHub Enterprise Server. "
+        "(APP_ID, PRIVATE_KEY) and GITHUB_API_URL for GitHub Enterprise Server. Or give one "
+        "PR_URL (https://HOST/OWNER/REPO/pull/N) to triage each failed run of the pull "
+        "request's head commit, as a RUN_URL is triaged (--format json: one object, each "
+        "run's report in `runs`). "
         "Exit code 0 when the triage ran, whatever it found; 1 when GitHub failed; 2 when "
         "no log could be read, or on a missing or malformed setting.",
     )
     triage.add_argument(
         "paths",
         nargs="+",
-        metavar="PATH|RUN_URL",
-        help="log file, folder, archive, -, or a run URL",
+        metavar="PATH|RUN_URL|PR_URL",
+        help="log file, folder, archive, -, or a run's or a pull request's URL",
     )
     triage.add_argument(
         "--format",
