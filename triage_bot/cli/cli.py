@@ -9,7 +9,7 @@ from pathlib import Path
 
 from triage_bot import __version__
 from triage_bot.catalog_tools import catalog_check
-from triage_bot.cli import cli_triage
+from triage_bot.cli import catalog_view, cli_triage
 from triage_bot.config import Role, SettingsError, environment, load_settings, parse_size
 from triage_bot.core import sources
 
@@ -31,7 +31,8 @@ def _parser() -> argparse.ArgumentParser:
 
     triage = commands.add_parser(
         "triage",
-        help="triage job logs (files, folders, archives, - for stdin) or one run by its URL",
+        help="triage job logs (files, folders, archives, - for stdin), or a run or a pull "
+        "request by its URL",
         description="Triage job logs offline. Each file is one job, named by its file name; a "
         "folder gives one job per file; a zip or tar archive one job per member (GitHub's log "
         "archive: one per job); gzip, bzip2 and xz are read compressed, told by their content; "
@@ -39,15 +40,18 @@ def _parser() -> argparse.ArgumentParser:
         "with a note; a broken archive or file is one line on stderr and the rest is triaged. "
         "Or give one RUN_URL (https://HOST/OWNER/REPO/actions/runs/ID[/attempts/N]) to triage "
         "that run's failed jobs from GitHub, with GITHUB_TOKEN or the App's credentials "
-        "(APP_ID, PRIVATE_KEY) and GITHUB_API_URL for GitHub Enterprise Server. "
+        "(APP_ID, PRIVATE_KEY) and GITHUB_API_URL for GitHub Enterprise Server. Or give one "
+        "PR_URL (https://HOST/OWNER/REPO/pull/N) to triage each failed run of the pull "
+        "request's head commit, as a RUN_URL is triaged (--format json: one object, each "
+        "run's report in `runs`). "
         "Exit code 0 when the triage ran, whatever it found; 1 when GitHub failed; 2 when "
         "no log could be read, or on a missing or malformed setting.",
     )
     triage.add_argument(
         "paths",
         nargs="+",
-        metavar="PATH|RUN_URL",
-        help="log file, folder, archive, -, or a run URL",
+        metavar="PATH|RUN_URL|PR_URL",
+        help="log file, folder, archive, -, or a run's or a pull request's URL",
     )
     triage.add_argument(
         "--format",
@@ -182,6 +186,7 @@ def _add_catalog_commands(commands: argparse._SubParsersAction[argparse.Argument
             metavar="PATH",
             help="signature files or folders (default: the built-in catalog)",
         )
+    _add_catalog_browsing(catalog_commands)
     new = catalog_commands.add_parser(
         "new",
         help="draft a signature and its .log window from a line of a real log",
@@ -213,6 +218,38 @@ def _add_catalog_commands(commands: argparse._SubParsersAction[argparse.Argument
     new.add_argument("--title", metavar="T", help="the signature's title (default: a TODO)")
     new.add_argument("--force", action="store_true", help="replace DIR/ID.yml and DIR/ID.log")
     new.set_defaults(run=_new)
+
+
+def _add_catalog_browsing(
+    catalog_commands: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> None:
+    listing = catalog_commands.add_parser(
+        "list",
+        help="list the signatures: id, category, title",
+        description="List the signatures by id, one a line: id, category, title. Offline. "
+        "Exit code 2 when no signature is of --category (the categories are named).",
+    )
+    listing.add_argument("--category", metavar="C", help="only the signatures of category C")
+    listing.set_defaults(run=catalog_view.list_signatures)
+    explain = catalog_commands.add_parser(
+        "explain",
+        help="show what one signature matches, says and suggests",
+        description="Show signature ID: title, category and priority, what it matches (its "
+        "pattern and keywords), an example line from its tests, the summary and fix with each "
+        "capture as <name>, its references, and the paths of its .yml and .log. Offline. "
+        "Exit code 2 on an unknown ID, with the closest ids.",
+    )
+    explain.add_argument("id", metavar="ID", help="the signature's id (see catalog list)")
+    explain.set_defaults(run=catalog_view.explain)
+    for sub in (listing, explain):
+        sub.add_argument(
+            "--catalog",
+            action="append",
+            default=[],
+            type=Path,
+            metavar="DIR",
+            help="also load the signatures in DIR (may be repeated)",
+        )
 
 
 def _add_service_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

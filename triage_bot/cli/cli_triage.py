@@ -17,7 +17,7 @@ from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from triage_bot.config import Settings, environment, load_settings
 from triage_bot.core import sources
@@ -27,13 +27,32 @@ from triage_bot.core.classify_results import JobResult
 from triage_bot.core.compare import PassingLog
 from triage_bot.core.log_tail import tail_note
 from triage_bot.core.ranking import SCORE_PARTS
-from triage_bot.core.report import Job, Reference, Report, build_report, report_json
+from triage_bot.core.report import (
+    JSON_VERSION,
+    Job,
+    Reference,
+    Report,
+    build_report,
+    report_json,
+)
+
+if TYPE_CHECKING:  # imported when a URL is given, not to triage files
+    from github.WorkflowRun import WorkflowRun
+
+    from triage_bot.github_api.client import GitHubClient
 
 # https://HOST/OWNER/REPO/actions/runs/ID[/attempts/N]: github.com or any GitHub Enterprise
 # Server host (its API URL comes from GITHUB_API_URL, not from the run's URL).
 _RUN_URL = re.compile(
     r"https?://[^/\s]+/(?P<repo>[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+)"
     r"/actions/runs/(?P<run>\d+)(?:/attempts/(?P<attempt>\d+))?/?"
+)
+
+
+# https://HOST/OWNER/REPO/pull/N, also with a tab of the pull request after it (/files, /checks).
+_PULL_URL = re.compile(
+    r"https?://[^/\s]+/(?P<repo>[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+)"
+    r"/pull/(?P<number>\d+)(?:/[a-z]+)?/?(?:[?#]\S*)?"
 )
 
 
@@ -58,17 +77,39 @@ def parse_run_url(text: str) -> RunUrl:
     return RunUrl(found["repo"], int(found["run"]), int(attempt) if attempt else None)
 
 
+@dataclass(frozen=True)
+class PullUrl:
+    repo: str
+    number: int
+
+
+def parse_pull_url(text: str) -> PullUrl | None:
+    found = _PULL_URL.fullmatch(text.strip())
+    return None if found is None else PullUrl(found["repo"], int(found["number"]))
+
+
 def triage(args: argparse.Namespace) -> None:
     urls = [path for path in args.paths if path.startswith(("http://", "https://"))]
     if urls:
         if len(args.paths) > 1:
-            raise sources.InputError("give one RUN_URL, or log files, not both or several")
+            raise sources.InputError(
+                "give one RUN_URL or PR_URL, or log files, not both or several"
+            )
         if args.post and args.catalog:
             raise sources.InputError(
                 "--post posts what the App would, with the built-in catalog: drop --catalog"
             )
         if args.compare is not None:
-            raise sources.InputError("--compare is for log files, not a RUN_URL")
+            raise sources.InputError("--compare is for log files, not a URL")
+        pull = parse_pull_url(urls[0])
+        if pull is not None:
+            _triage_pull(args, pull)
+            return
+        if _RUN_URL.fullmatch(urls[0].strip()) is None:
+            raise sources.InputError(
+                f"{urls[0]}: neither a run URL (https://HOST/OWNER/REPO/actions/runs/ID"
+                "[/attempts/N]) nor a pull request URL (https://HOST/OWNER/REPO/pull/N)"
+            )
         _triage_url(args, urls[0])
         return
     if args.post:
@@ -200,26 +241,70 @@ def _triage_url(args: argparse.Namespace, url: str) -> None:
         if shown:
             return  # else nothing was triaged (every pull request was skipped): print it
     from triage_bot.github_api.github import GitHubError, client_for_repo
-    from triage_bot.triage.pipeline import compare_with_bases
-    from triage_bot.triage.run import triage_run
 
     try:
         with client_for_repo(settings, run.repo) as client:
-            found = client.get_run(run.repo, run.run_id)
-            bases = [pull.base.ref for pull in found.pull_requests]
-            report, _ = triage_run(
-                client,
-                run.repo,
-                run.run_id,
-                run.attempt,
-                CompiledCatalog(load(args.catalog)),
-                max_log_bytes=settings.max_log_bytes,
-                run=found,
-                compare=compare_with_bases(settings, bases),  # as the App compares
-            )
+            report = _run_report(args, settings, client, run)
     except GitHubError as exc:
         raise GitHubFailed(f"GitHub: {exc}") from exc
     print_report(report, args.format, explain=args.explain)
+
+
+def _run_report(
+    args: argparse.Namespace,
+    settings: Settings,
+    client: GitHubClient,
+    run: RunUrl,
+    found: WorkflowRun | None = None,  # the run as GitHub listed it, when it was
+) -> Report:
+    """One run's failed jobs triaged as the App triages them (compared with passing runs of
+    the same jobs on the pull request's base branch), with the catalog the CLI was given."""
+    from triage_bot.triage.pipeline import compare_with_bases
+    from triage_bot.triage.run import triage_run
+
+    found = found or client.get_run(run.repo, run.run_id)
+    bases = [pull.base.ref for pull in found.pull_requests]
+    report, _ = triage_run(
+        client,
+        run.repo,
+        run.run_id,
+        run.attempt,
+        CompiledCatalog(load(args.catalog)),
+        max_log_bytes=settings.max_log_bytes,
+        run=found,
+        compare=compare_with_bases(settings, bases),  # as the App compares
+    )
+    return report
+
+
+def _triage_pull(args: argparse.Namespace, pull: PullUrl) -> None:
+    """`triage PR_URL`: every failed run of the pull request's head commit, each triaged as
+    `triage RUN_URL` triages it, printed together (see print_reports)."""
+    if args.post:
+        raise sources.InputError("--post takes a RUN_URL (or use rerun RUN_URL per run)")
+    settings = load_settings(environment()).require("cli")
+    if args.max_bytes is not None:
+        settings = replace(settings, max_log_bytes=args.max_bytes)
+    from triage_bot.github_api.github import GitHubError, client_for_repo
+
+    where = f"{pull.repo}#{pull.number}"
+    try:
+        with client_for_repo(settings, pull.repo) as client:
+            head_sha = client.get_pull(pull.repo, pull.number).head.sha
+            failed = [
+                run
+                for run in client.runs_for_commit(pull.repo, head_sha)
+                if run.conclusion == "failure"
+            ]
+            reports = [
+                _run_report(args, settings, client, RunUrl(pull.repo, run.id, None), run)
+                for run in sorted(failed, key=lambda run: run.id)
+            ]
+    except GitHubError as exc:
+        raise GitHubFailed(f"GitHub: {exc}") from exc
+    print(f"triage-bot: {where}: {len(reports)} failed runs of {head_sha[:12]}", file=sys.stderr)
+    pull_request = {"pull_request": where, "head_sha": head_sha}
+    print_reports(reports, args.format, pull_request, explain=args.explain)
 
 
 def retriage(
@@ -278,18 +363,71 @@ def describe(run: RunUrl, result: dict[str, Any]) -> list[str]:
 def print_report(report: Report, chosen: str | None, *, explain: bool = False) -> None:
     output_format = chosen or ("text" if sys.stdout.isatty() else "markdown")
     if output_format == "json":
-        data = report_json(report)
-        if explain:
-            for job, shown in zip(report.jobs, data["jobs"], strict=True):
-                shown["candidates"] = candidates_json(job.result)
-        print(json.dumps(data, indent=2, ensure_ascii=False))
+        print(json.dumps(report_data(report, explain), indent=2, ensure_ascii=False))
         return
-    from triage_bot.core.render import render_comment, render_text  # jinja2: not for JSON
+    if output_format == "markdown":
+        from triage_bot.core.render import render_comment  # jinja2: not for JSON
 
-    render = render_comment if output_format == "markdown" else render_text
-    sys.stdout.write(render(report))
+        sys.stdout.write(render_comment(report))
+    else:
+        from triage_bot.core.terminal import render_text  # rich: only for the terminal
+
+        sys.stdout.write(render_text(report, *terminal_style()))
     if explain:
         sys.stdout.write(explanation(report))
+
+
+def print_reports(
+    reports: list[Report], chosen: str | None, pull_request: dict[str, str], *, explain: bool
+) -> None:
+    """Several runs' reports (a pull request's): JSON, one object with each run's report in
+    `runs`; markdown, the comment, a section per run; text, each run's view under its name."""
+    output_format = chosen or ("text" if sys.stdout.isatty() else "markdown")
+    if output_format == "json":
+        runs = [{"title": r.title, "url": r.url, **report_data(r, explain)} for r in reports]
+        data = {"version": JSON_VERSION, **pull_request, "runs": runs}
+        print(json.dumps(data, indent=2, ensure_ascii=False))
+        return
+    if not reports:
+        return  # said on stderr
+    if output_format == "markdown":
+        from triage_bot.core.render import compose_comment, render_comment_section
+
+        problems = [problem for r in reports for problem in r.setup_problems]
+        sections = [render_comment_section(r) for r in reports]
+        sys.stdout.write(compose_comment(sections, problems))
+        if explain:
+            sys.stdout.write("".join(explanation(r) for r in reports))
+        return
+    from triage_bot.core.terminal import render_text
+
+    style = terminal_style()
+    for report in reports:
+        sys.stdout.write(f"\n## {report.title} ({report.url})\n" if report.url else "\n")
+        sys.stdout.write(render_text(report, *style))
+        if explain:
+            sys.stdout.write(explanation(report))
+
+
+def report_data(report: Report, explain: bool) -> dict[str, Any]:
+    """The report's JSON; with `explain`, each job with its `candidates`."""
+    data = report_json(report)
+    if explain:
+        for job, shown in zip(report.jobs, data["jobs"], strict=True):
+            shown["candidates"] = candidates_json(job.result)
+    return data
+
+
+def terminal_style() -> tuple[int | None, str | None]:
+    """The width to wrap the terminal view to and the colours to use: standard output's when
+    it is a terminal (rich reads NO_COLOR and TERM=dumb: then no colour), else neither: a
+    pipe or a file gets plain lines, unwrapped."""
+    from rich.console import Console
+
+    console = Console(file=sys.stdout)
+    if not console.is_terminal:
+        return None, None
+    return console.width, None if console.no_color else console.color_system
 
 
 def explanation(report: Report) -> str:

@@ -351,8 +351,11 @@ def _frame(sections: Sequence[str], problems: Sequence[str] = ()) -> str:
     )
 
 
-def render_text(report: Report) -> str:
-    return _file_env().get_template("terminal.txt.j2").render(**_context(report, _DETAILS[1], None))
+def render_text(report: Report, width: int | None = None, color_system: str | None = None) -> str:
+    """The terminal view (core/terminal.py): plain text unless `color_system` is given."""
+    from triage_bot.core import terminal  # it renders signature texts through this module
+
+    return terminal.render_text(report, width, color_system)
 
 
 # ---- cutting markdown short at a block boundary -----------------------------------------------

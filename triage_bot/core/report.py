@@ -192,6 +192,21 @@ def match_json(match: Match) -> dict[str, Any]:
     }
 
 
+def texts_json(match: Match) -> dict[str, Any]:
+    """What the comment says of a failure: the signature's summary and fix rendered with the
+    match's captures (markdown, as in the comment), and the distinct values of its other
+    captures across its occurrences (the failing tests), by capture name."""
+    # Imported here: render (jinja2) imports this module.
+    from triage_bot.core.report_text import failing_values, signature_text
+
+    text = signature_text(match.signature, match.captures)
+    return {"summary": text.summary, "fix": text.fix, "variants": failing_values(match)}
+
+
+def root_cause_json(match: Match) -> dict[str, Any]:
+    return {**match_json(match), **texts_json(match)}
+
+
 def report_json(report: Report) -> dict[str, Any]:
     """The documented JSON contract (README, "JSON output"); fields are only ever added."""
     jobs = []
@@ -201,7 +216,7 @@ def report_json(report: Report) -> dict[str, Any]:
         jobs.append(
             {
                 "name": job.name,
-                "root_cause": match_json(root) if root else None,
+                "root_cause": root_cause_json(root) if root else None,
                 "also": [match_json(m) for m in result.also],
                 "fallback_lines": [
                     {"line": f.line, "text": f.text, "new": f.new} for f in result.fallback_lines
@@ -220,6 +235,8 @@ def report_json(report: Report) -> dict[str, Any]:
             "captures": group.captures,
             "jobs": [job.name for job in group.jobs],
             "base": base_json(group.base),
+            **texts_json(group.example),
+            "reason": group.example.reason,
         }
         for group in report.groups
     ]
