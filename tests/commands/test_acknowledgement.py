@@ -16,9 +16,10 @@ from triage.test_pipeline import FAST, THREE, World, example_log, failed_run, tr
 
 from commands.test_commands import bot_comments, comment_webhook, replies, roles
 from triage_bot.core.render import COMMENT_MARKER, compose_comment
+from triage_bot.github_api.github import client_for_job
 from triage_bot.service.events import decide
 from triage_bot.service.handler import JobContext, handle_job
-from triage_bot.triage.sticky_comment import says
+from triage_bot.triage.sticky_comment import note_unchanged, says
 
 __all__ = ["roles", "world"]  # fixtures
 
@@ -195,3 +196,34 @@ def test_the_line_alone_is_no_change_but_anything_else_is() -> None:
     )
     assert not says(elsewhere, SECTIONS, ())
     assert not says(noted.replace("09:41", "9:41"), SECTIONS, ())
+
+
+def _note(world: World, at: dt.datetime) -> dict[str, Any]:
+    job = {"repo": world.repo.full_name, "installation_id": world.installation.id}
+    with client_for_job(world.settings, job, FAST) as client:
+        return note_unchanged(
+            client, world.store, world.repo.full_name, world.pull.number, world.pull.head_sha, at
+        )
+
+
+def test_the_line_says_the_time_in_utc(roles: World) -> None:
+    world = roles
+    triage(world, failed_run(world))
+    paris_winter = dt.timezone(dt.timedelta(hours=1))
+    assert _note(world, dt.datetime(2026, 12, 4, 15, 2, tzinfo=paris_winter))["action"] == "noted"
+    assert "<sub>triaged again at 14:02 UTC: nothing changed</sub>" in sticky(world)
+
+
+def test_a_comment_changed_meanwhile_gets_no_line(roles: World) -> None:
+    world = roles
+    triage(world, failed_run(world))
+    [made] = [
+        c
+        for c in world.fake.state.comments_on(world.repo, world.pull.number)
+        if c.author.type == "Bot"
+    ]
+    made.body += "\nEdited by hand."
+    edits_before = edits(world)
+    result = _note(world, dt.datetime.now(dt.UTC))
+    assert result["action"] == "none" and edits(world) == edits_before
+    assert sticky(world).endswith("Edited by hand.")

@@ -98,19 +98,27 @@ def note_unchanged(
     with store.comment_lock(repo, number):
         comment = client.find_sticky_comment(repo, number)
         stored = store.sections.of_head(repo, number, head_sha)
-        shown = comment.body or "" if comment is not None else ""
         bodies = [s.body for s in stored]
-        # The problems shown are those of the section put last; each section keeps its own.
-        for problems in dict.fromkeys(s.problems for s in stored):
-            if comment is None or not says(shown, bodies, problems):
-                continue
-            body = compose_comment(bodies, problems, retriaged_at=f"{at.astimezone(UTC):%H:%M}")
-            if not same_text(shown, body):
-                client.edit_comment(repo, comment.id, body)
-            store.record_comment(repo, number, comment.id, _digest(body), head_sha)
-            log.info("%s#%d: comment %d: triaged again, nothing changed", repo, number, comment.id)
-            return {"pr": number, "action": "noted", "id": comment.id}
-    return {"pr": number, "action": "none", "reason": "the comment is not this head's"}
+        shown = (comment.body or "") if comment is not None else ""
+        problems = _problems_shown(shown, bodies, [s.problems for s in stored])
+        if comment is None or problems is None:
+            return {"pr": number, "action": "none", "reason": "the comment is not this head's"}
+        body = compose_comment(bodies, problems, retriaged_at=f"{at.astimezone(UTC):%H:%M}")
+        if not same_text(shown, body):  # a second /triage within the minute: nothing to edit
+            client.edit_comment(repo, comment.id, body)
+        store.record_comment(repo, number, comment.id, _digest(body), head_sha)
+    log.info("%s#%d: comment %d: triaged again, nothing changed", repo, number, comment.id)
+    return {"pr": number, "action": "noted", "id": comment.id}
+
+
+def _problems_shown(
+    shown: str, sections: Sequence[str], candidates: Sequence[tuple[str, ...]]
+) -> tuple[str, ...] | None:
+    """Which of the sections' problem lists the comment `shown` is composed with (the one of
+    the section put last: each section keeps its own), or None when it is none of them."""
+    if not sections:
+        return None
+    return next((p for p in dict.fromkeys(candidates) if says(shown, sections, p)), None)
 
 
 def _digest(body: str) -> str:
