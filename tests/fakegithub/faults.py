@@ -102,6 +102,18 @@ class Faults:
         message = _SERVER_ERROR_MESSAGES.get(status, "Server Error")
         self._add_error(path_pattern, InjectedError(status, message), times, method, host)
 
+    def forbid(
+        self,
+        path_pattern: str,
+        *,
+        times: int | None = 1,
+        method: str | None = None,
+        message: str = "Resource not accessible by integration",
+    ) -> None:
+        """403 as GitHub refuses what the App's permissions do not cover (no rate limit)."""
+        error = InjectedError(403, message)
+        self._add_error(path_pattern, error, times, method, "api")
+
     def delay(
         self,
         path_pattern: str,

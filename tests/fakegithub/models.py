@@ -151,6 +151,15 @@ class Comment:
     created_at: dt.datetime
     updated_at: dt.datetime
     app_id: int | None  # the App it was made through, when made with an installation token
+    reactions: list[Reaction] = field(default_factory=list)
+
+
+@dataclass
+class Reaction:
+    id: int
+    content: str  # "+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"
+    user: User
+    created_at: dt.datetime
 
 
 @dataclass

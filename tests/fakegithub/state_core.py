@@ -37,6 +37,7 @@ _ID_BASES = {
     "run": 9_100_000_000,
     "job": 25_100_000_000,  # jobs and check runs share one id space, as on GitHub
     "comment": 2_400_000_000,
+    "reaction": 300_000_000,
 }
 
 

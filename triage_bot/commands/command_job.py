@@ -7,10 +7,18 @@ Who may do what; the permission is looked up through the API, never read from th
 - `/triage retry`: write, maintain or admin access only (it spends the repository's CI time);
 - `/triage help`, and an unknown command (answered with the help): anyone.
 
+An accepted command (not a refused or an unknown one) first gets an "eyes" reaction on its
+comment, before any work: heard, being done. A reaction GitHub refuses or fails is logged and
+the command carried out all the same; a refused command's answer is its reply.
+
 `/triage` answers by updating the sticky comment, through the same `triage_job` as the
-webhook, and replies only when there is nothing to triage. Every other answer is a reply
-comment, posted at most once per command: the command is claimed in the store before its
-first write (a re-run or the reply), so a job run again after a crash never answers twice.
+webhook, and replies only when there is nothing to triage. When the triage leaves the comment
+as it was, the comment's footer says "triaged again at 14:02 UTC: nothing changed"
+(sticky_comment.note_unchanged), so the one who asked sees it was done.
+
+Every other answer is a reply comment, posted at most once per command: the command is
+claimed in the store before its first write (a re-run or the reply), so a job run again after
+a crash never answers twice.
 
 A reply never pings anyone: it says "you", never `@login`, and whatever it repeats of the
 comment or of a job's name is in a code span with every `@` neutralised. The sticky comment's
@@ -27,6 +35,7 @@ import difflib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import jinja2
@@ -40,6 +49,7 @@ from triage_bot.core.render import render_signature_text
 from triage_bot.github_api.github import (
     ClientOptions,
     GitHubClient,
+    GitHubError,
     PullRequest,
     RunJobs,
     WorkflowRun,
@@ -50,6 +60,7 @@ from triage_bot.store.store import Store
 from triage_bot.triage import pipeline
 from triage_bot.triage.retry import Verdict, plan, rerun, still_running
 from triage_bot.triage.run import FAILING_RUN_CONCLUSIONS, triage_run
+from triage_bot.triage.sticky_comment import note_unchanged
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +120,27 @@ def command_job(
             log.info("%s#%d: %r by %s refused", repo, number, command.line, author)
             is_author = _same_login(author, pull.user.login)
             return {**summary, **_answer(call, _refused(command, is_author=is_author))}
+        summary["acknowledged"] = _acknowledge(call)
         return {**summary, **_carry_out(call)}
+
+
+def _acknowledge(call: _Call) -> bool:
+    """The "eyes" reaction on the command's comment; False when there is none (a dry run, an
+    unknown command, or GitHub refused or failed: the command is carried out all the same)."""
+    if call.dry_run or call.command.name == "unknown":
+        return False
+    try:
+        call.client.react(call.repo, int(call.payload["comment_id"]), "eyes")
+    except GitHubError as error:
+        log.warning(
+            "%s#%d: no eyes reaction on %r: %s",
+            call.repo,
+            call.pull.number,
+            call.command.line,
+            error,
+        )
+        return False
+    return True
 
 
 def _carry_out(call: _Call) -> dict[str, Any]:
@@ -171,11 +202,15 @@ def _retriage(call: _Call) -> dict[str, Any]:
         )
         for run in runs
     ]
-    return {
-        "action": "triaged",
-        "runs": [result["run"] for result in results],
-        "comments": [comment for result in results for comment in result["comments"]],
-    }
+    comments = [comment for result in results for comment in result["comments"]]
+    summary = {"action": "triaged", "runs": [result["run"] for result in results]}
+    if call.dry_run or not comments or any(c["action"] != "unchanged" for c in comments):
+        return {**summary, "comments": comments}
+    # Every run's section is as it was: say in the comment that it was triaged again.
+    noted = note_unchanged(
+        call.client, call.store, call.repo, call.pull.number, call.pull.head.sha, datetime.now(UTC)
+    )
+    return {**summary, "comments": comments, "noted": noted}
 
 
 def latest_runs(call: _Call) -> list[WorkflowRun]:

@@ -312,19 +312,24 @@ def render_passed_section(title: str, attempt: int, url: str | None) -> str:
 
 
 def compose_comment(
-    sections: Sequence[str], problems: Sequence[str] = (), limit: int = MAX_COMMENT_CHARS
+    sections: Sequence[str],
+    problems: Sequence[str] = (),
+    limit: int = MAX_COMMENT_CHARS,
+    *,
+    retriaged_at: str | None = None,
 ) -> str:
     """The comment: the marker, each run's section, what is wrong with the repository's
     triage-bot files ("file:line: reason" each), the commands; under `limit` characters.
     Sections that together do not fit share the room: each short one whole, the long ones
-    cut at a block boundary to an equal share of what is left."""
-    room = limit - len(_frame([""] * len(sections), problems))
+    cut at a block boundary to an equal share of what is left. `retriaged_at` ("14:02", UTC):
+    a `/triage` at that time changed nothing, said in the footer (sticky_comment.py)."""
+    room = limit - len(_frame([""] * len(sections), problems, retriaged_at))
     shares = _shares([len(section) for section in sections], room)
     fitted = [
         section if len(section) <= share else cut_markdown(section, share, _CUT_NOTE)
         for section, share in zip(sections, shares, strict=True)
     ]
-    return _frame(fitted, problems)
+    return _frame(fitted, problems, retriaged_at)
 
 
 def _shares(lengths: Sequence[int], room: int) -> list[int]:
@@ -341,13 +346,16 @@ def _shares(lengths: Sequence[int], room: int) -> list[int]:
     return shares
 
 
-def _frame(sections: Sequence[str], problems: Sequence[str] = ()) -> str:
+def _frame(
+    sections: Sequence[str], problems: Sequence[str] = (), retriaged_at: str | None = None
+) -> str:
     return _render_file(
         "comment.md.j2",
         marker=Safe(COMMENT_MARKER),
         sections=[Safe(section) for section in sections],
         setup_problems=[_problem_view(p) for p in problems],
         catalog_url=Safe(CATALOG_URL),
+        retriaged_at=retriaged_at,
     )
 
 

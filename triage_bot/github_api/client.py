@@ -12,6 +12,7 @@ thread gets its own, sharing the one set of credentials.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import islice
 from types import TracebackType
@@ -379,10 +380,13 @@ class GitHubClient:
         author = self.login
         return [c for c in self.list_comments(repo, number) if is_sticky(c, author)]
 
-    def upsert_comment(self, repo: str, number: int, body: str) -> CommentResult:
+    def upsert_comment(
+        self, repo: str, number: int, body: str, *, says: Callable[[str], bool] | None = None
+    ) -> CommentResult:
         """Make our one comment on the pull request say `body`.
 
-        Creates it if absent, edits it only if its body differs, and never posts a second:
+        Creates it if absent, edits it only if its body differs (`says(old_body)` true: it
+        says `body` already, whatever their text), and never posts a second:
         when a create fails ambiguously (5xx, timeout: it may have been made), look again
         before trying anew. Locking against a concurrent triage of the same pull request is
         the caller's (the store's); this is idempotent on its own.
@@ -393,7 +397,7 @@ class GitHubClient:
             attempt += 1
             mine = self._sticky_comments(repo, number)
             if mine:
-                return self._update(repo, mine, body)
+                return self._update(repo, mine, body, says)
             try:
                 made = self.create_comment(repo, number, body)
             except GitHubUnavailable as error:
@@ -403,12 +407,21 @@ class GitHubClient:
                 continue
             return CommentResult(made.id, "created", made.html_url)
 
-    def _update(self, repo: str, mine: list[IssueComment], body: str) -> CommentResult:
+    def _update(
+        self, repo: str, mine: list[IssueComment], body: str, says: Callable[[str], bool] | None
+    ) -> CommentResult:
         keep, duplicates = mine[0], tuple(c.id for c in mine[1:])
-        if _same_text(keep.body or "", body):
+        shown = keep.body or ""
+        if says(shown) if says is not None else same_text(shown, body):
             return CommentResult(keep.id, "unchanged", keep.html_url, duplicates)
         edited = self.edit_comment(repo, keep.id, body)
         return CommentResult(edited.id, "updated", edited.html_url, duplicates)
+
+    def react(self, repo: str, comment_id: int, content: str) -> None:
+        """Add our reaction `content` ("eyes", "+1", ...) to comment `comment_id`. GitHub
+        answers 200 when we reacted so before, so a job run again reacts once."""
+        url = f"/repos/{repo}/issues/comments/{comment_id}/reactions"
+        self.requester().requestJsonAndCheck("POST", url, input={"content": content})
 
     # ---- check runs (the App's `checks: write`; a personal token cannot create them) -------
 
@@ -438,6 +451,6 @@ class GitHubClient:
         return next((run for run in found if run.external_id == external_id), None)
 
 
-def _same_text(old: str, new: str) -> bool:
+def same_text(old: str, new: str) -> bool:
     # GitHub keeps bodies as sent, but a browser edit turns newlines into CRLF.
     return old.replace("\r\n", "\n") == new.replace("\r\n", "\n")

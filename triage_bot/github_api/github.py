@@ -33,6 +33,7 @@ from triage_bot.github_api.client import (
     is_sticky,
     job_failed,
     run_from_fork,
+    same_text,
 )
 from triage_bot.github_api.logs import Consumer, LogOutcome, tls_context
 from triage_bot.github_api.retry import (
@@ -76,6 +77,7 @@ __all__ = [
     "is_sticky",
     "job_failed",
     "run_from_fork",
+    "same_text",
     "shared_app_auth",
     "tls_context",
 ]

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from ..http_types import JsonObject
-from ..models import App, Comment, PullRequest, Repo, User
+from ..models import App, Comment, PullRequest, Reaction, Repo, User
 from .apps import app_payload
 from .core import Urls, iso, iso_required, node_id, repo_payload, user_payload
 
-_REACTION_KINDS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "eyes", "rocket")
+REACTION_KINDS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "eyes", "rocket")
 # GitHub's legacy `permission` collapses the five roles onto four values.
 LEGACY_PERMISSION = {
     "admin": "admin",
@@ -26,8 +26,9 @@ def comment_payload(
     via_app: App | None,
 ) -> JsonObject:
     api = f"{urls.repo_api(repo)}/issues/comments/{comment.id}"
-    reactions: JsonObject = {"url": f"{api}/reactions", "total_count": 0}
-    reactions.update(dict.fromkeys(_REACTION_KINDS, 0))
+    counts = {kind: sum(r.content == kind for r in comment.reactions) for kind in REACTION_KINDS}
+    reactions: JsonObject = {"url": f"{api}/reactions", "total_count": len(comment.reactions)}
+    reactions.update(counts)
     return {
         "id": comment.id,
         "node_id": node_id("IssueComment", comment.id),
@@ -45,6 +46,16 @@ def comment_payload(
         "reactions": reactions,
         "pin": None,
         "minimized": None,
+    }
+
+
+def reaction_payload(urls: Urls, reaction: Reaction) -> JsonObject:
+    return {
+        "id": reaction.id,
+        "node_id": node_id("Reaction", reaction.id),
+        "user": user_payload(urls, reaction.user),
+        "content": reaction.content,
+        "created_at": iso_required(reaction.created_at),
     }
 
 

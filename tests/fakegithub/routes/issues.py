@@ -1,13 +1,13 @@
-"""Issue (and pull request) comments: list, create, read, edit."""
+"""Issue (and pull request) comments: list, create, read, edit, and react to."""
 
 from __future__ import annotations
 
 import datetime as dt
 
 from ..http_types import HttpError, Response, json_response
-from ..models import Comment, Repo
+from ..models import Comment, Reaction, Repo
 from ..pagination import paginate
-from ..payloads.issues import comment_payload
+from ..payloads.issues import REACTION_KINDS, comment_payload, reaction_payload
 from ..routing import Route, RouteContext
 
 MAX_BODY_CHARACTERS = 65536
@@ -16,6 +16,7 @@ READ = (("issues", "read"), ("pull_requests", "read"))
 WRITE = (("issues", "write"), ("pull_requests", "write"))
 _ISSUE = "/repos/{owner}/{repo}/issues/{issue_number}/comments"
 _COMMENT = "/repos/{owner}/{repo}/issues/comments/{comment_id}"
+_REACTIONS = f"{_COMMENT}/reactions"
 
 
 def _comment_json(ctx: RouteContext, comment: Comment, repo: Repo) -> dict[str, object]:
@@ -107,9 +108,31 @@ def edit_comment(ctx: RouteContext) -> Response:
         return json_response(200, _comment_json(ctx, comment, repo))
 
 
+def create_reaction(ctx: RouteContext) -> Response:
+    """201 with the new reaction; 200 with the one there when the caller reacted so before."""
+    with ctx.state.lock:
+        repo = ctx.repo()
+        comment = _comment(ctx, repo)
+        content = ctx.json_body().get("content")
+        if content not in REACTION_KINDS:
+            raise HttpError(
+                422,
+                "Validation Failed",
+                errors=[{"resource": "Reaction", "code": "invalid", "field": "content"}],
+            )
+        bot = ctx.installation_caller().app.bot
+        mine = [r for r in comment.reactions if r.user.id == bot.id and r.content == content]
+        if mine:
+            return json_response(200, reaction_payload(ctx.urls, mine[0]))
+        made = Reaction(ctx.state.next_id("reaction"), str(content), bot, ctx.state.now())
+        comment.reactions.append(made)
+        return json_response(201, reaction_payload(ctx.urls, made))
+
+
 ROUTES = [
     Route("GET", _ISSUE, list_comments, permissions=READ),
     Route("POST", _ISSUE, create_comment, permissions=WRITE),
     Route("GET", _COMMENT, get_comment, permissions=READ),
     Route("PATCH", _COMMENT, edit_comment, permissions=WRITE),
+    Route("POST", _REACTIONS, create_reaction, permissions=WRITE),
 ]
