@@ -14,6 +14,7 @@ of the bytes, the catalog and (optionally) the step the API says failed.
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from collections.abc import Iterable
 from functools import cached_property
@@ -47,7 +48,11 @@ from triage_bot.core.regex_shapes import cpu_search, top_level_branches
 MAX_DISTINCT_MATCHES = 100
 MAX_VARIANTS = 50
 # Changes whenever what read_passing keeps does (see passing_key).
-PASSING_GATE_VERSION = 3
+PASSING_GATE_VERSION = 4
+# Lines of a passing log looked at and remembered (their hashes), so that one printed again is
+# not looked at again: 64 Ki Python ints, about 4 MiB; forgotten all at once when full.
+MAX_SEEN_LINES = 1 << 16
+_GITHUB_TIMESTAMP = re.compile(rb"(?:\xef\xbb\xbf)?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ?")
 # Best-guess lines gathered before the passing run is asked about them at once: 256 lines of
 # at most MAX_LINE_CHARS (what a comparison reads of a line), 1 MiB at worst.
 UNASKED_CANDIDATES = 256
@@ -122,16 +127,18 @@ class CompiledCatalog:
         self.prefilter: Prefilter = build_prefilter(triggers, engine_name, stand_ins)
         self._engine_name = engine_name
         self._literal_triggers = [t for t in triggers if not t.is_regex]
-        # For read_passing: each literal trigger's signatures (by its index among the literal
-        # triggers), or None for a trigger a line is kept for whatever holds it (an error
-        # word, a step's end or start, GitHub's markers).
-        always = self.error_words | self.step_ends
-        always |= {self.error_marker, self.group_marker, self.travis_start}
-        self.passing_signatures: list[list[Signature] | None] = [
-            None if index in always or index not in self.by_literal else self.by_literal[index]
-            for index, trigger in enumerate(triggers)
-            if not trigger.is_regex
-        ]
+        # For read_passing, by a trigger's index among the literal triggers: the signatures
+        # it stands for; the triggers a line is kept for whatever holds it (GitHub's error
+        # annotation; -1: the engine cannot say which); the error words (a line with one is
+        # kept when it scores as a best guess).
+        literal = [index for index, trigger in enumerate(triggers) if not trigger.is_regex]
+        self.passing_signatures = [tuple(self.by_literal.get(index, ())) for index in literal]
+        self.passing_always = frozenset(
+            [-1] + [at for at, index in enumerate(literal) if index == self.error_marker]
+        )
+        self.passing_error_words = frozenset(
+            at for at, index in enumerate(literal) if index in self.error_words
+        )
         self._keyword_bytes = {
             s.id: (tuple(k.encode() for k in s.keywords), tuple(k.encode() for k in s.any_keywords))
             for s in catalog.signatures
@@ -204,15 +211,21 @@ def read_passing(chunks: Iterable[bytes], catalog: CompiledCatalog) -> PassingLo
     return passing
 
 
+def _github_timestamp_length(line: bytes) -> int:
+    """The length of GitHub's `2024-05-01T10:00:00.1234567Z ` at the start of `line`, or 0."""
+    found = _GITHUB_TIMESTAMP.match(line)
+    return found.end() if found else 0
+
+
 class PassingGate:
     """Feeds a PassingLog, in chunks of any size, with only the lines `read_passing` keeps."""
 
     def __init__(self, catalog: CompiledCatalog, passing: PassingLog) -> None:
         self._catalog = catalog
         self._prefilter = catalog.passing_prefilter
-        self._signatures = catalog.passing_signatures
         self._passing = passing
         self._carry = b""
+        self._seen: set[int] = set()  # hashes of the lines looked at, timestamps left out
 
     def feed(self, chunk: bytes) -> None:
         first = chunk.find(b"\n") + 1
@@ -245,31 +258,46 @@ class PassingGate:
         kept = []
         for start in sorted(found):
             line = block[start : block.index(b"\n", start) + 1]
+            # A line printed again (a third of the kept lines of a real log) is kept already.
+            seen = hash(line[_github_timestamp_length(line) :])
+            if seen in self._seen:
+                continue
+            if len(self._seen) >= MAX_SEEN_LINES:
+                self._seen.clear()
+            self._seen.add(seen)
             if self._wanted(line, found[start]):
                 kept.append(line)
         if kept:
             self._passing.feed(b"".join(kept))
 
     def _wanted(self, line: bytes, indexes: list[int]) -> bool:
-        """Whether the classifier may ask about this line of the passing log: it holds an
-        error word or a step's mark, or a signature its triggers stand for matches it. A
-        trigger alone is often a common word (`--- `, ` - `, `1) `: 1 line in 6 of real logs
-        holds one) and normalising a kept line costs ten times matching it."""
-        signatures: dict[str, Signature] = {}
-        for index in indexes:
-            found = None if index < 0 else self._signatures[index]
-            if found is None:
-                return True
-            signatures.update((s.id, s) for s in found)
+        """Whether the classifier may ask about this line of the passing log: an error
+        annotation, a line a signature its triggers stand for matches, or one whose error
+        word makes it a best guess. Normalising a kept line costs ten times these checks,
+        and most lines with a trigger are none of these (a trigger is often a common word:
+        `--- `, ` - `, `1) `; 1 line in 6 of real logs holds one; 1 in 30 is kept)."""
+        triggered = set(indexes)
+        catalog = self._catalog
+        if not triggered.isdisjoint(catalog.passing_always):
+            return True
         clean = logs.strip_ansi(line.rstrip(b"\r\n"))
-        held = [s for s in signatures.values() if self._catalog.keywords_hold(s, clean)]
-        if not held:
+        text: str | None = None
+        tried: set[str] = set()
+        for index in triggered:
+            for signature in catalog.passing_signatures[index]:
+                if signature.id in tried:
+                    continue
+                tried.add(signature.id)
+                if not catalog.keywords_hold(signature, clean):
+                    continue
+                if signature.id in catalog.untrusted:
+                    return True  # a repository's pattern runs under a time limit, elsewhere
+                text = text if text is not None else logs.normalise(clean)[1]
+                if any(signature.pattern.search(piece) for piece in _regex_pieces(text)):
+                    return True
+        if triggered.isdisjoint(catalog.passing_error_words):
             return False
-        if any(s.id in self._catalog.untrusted for s in held):
-            return True  # a repository's pattern runs under a time limit, in the classifier
-        _timestamp, text = logs.normalise(clean)
-        pieces = _regex_pieces(text)
-        return any(s.pattern.search(piece) for s in held for piece in pieces)
+        return ranking.line_score(text if text is not None else logs.normalise(clean)[1]) > 0
 
 
 class JobClassifier:
