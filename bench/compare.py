@@ -14,12 +14,22 @@ same files and in the same run:
 
 and prints wall and CPU seconds (CPU: the child's user + system time, steadier on a shared
 machine), peak memory (the child's ru_maxrss), and the ratios of the comparison to triage
-alone. Usage: python bench/compare.py [--size-mb 1024] [--repeat 3] [--unique-percent 10]
+alone.
+
+`--pairs FOLDER` measures real logs instead: for each failing log of FOLDER/index.json that
+has a `passing` log (bench/accuracy.py's format; bench/pairs_index.py writes one), the CPU
+time in this process of classifying it alone, and of reading its passing log and classifying
+it against that, summed over the pairs (the best of --repeat runs each).
+
+Usage: python bench/compare.py [--size-mb 1024] [--repeat 3] [--unique-percent 10]
+       python bench/compare.py --pairs FOLDER [--repeat 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
+import json
 import os
 import random
 import shutil
@@ -28,13 +38,22 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.classify import MIB, write_log  # noqa: E402
+from triage_bot.core.catalog import load_catalog  # noqa: E402
+from triage_bot.core.classify import (  # noqa: E402
+    CompiledCatalog,
+    JobClassifier,
+    classify,
+    read_passing,
+)
 
 
 @dataclass(frozen=True)
@@ -84,6 +103,46 @@ def median(runs: list[Measured]) -> Measured:
     )
 
 
+def measure_pairs(folder: Path, repeat: int) -> int:
+    """The --pairs mode (see the module doc)."""
+    catalog = CompiledCatalog(load_catalog())
+    _ = catalog.passing_prefilter  # built once, outside the timings
+    rows = json.loads((folder / "index.json").read_text(encoding="utf-8"))["logs"]
+    pairs = [(folder / r["file"], folder / r["passing"]) for r in rows if r.get("passing")]
+    alone_s = compared_s = 0.0
+    size = 0
+    for failing_path, passing_path in pairs:
+        failing, passing = read_log(failing_path), read_log(passing_path)
+        size += len(failing) + len(passing)
+        alone_s += best_cpu(partial(classify, [failing], catalog), repeat)
+        compared_s += best_cpu(partial(triage_compared, catalog, failing, passing), repeat)
+    print(f"{len(pairs)} real pairs, {size / MIB:.1f} MiB, CPU s, best of {repeat}")
+    print(f"{'triage alone':26} {alone_s:8.2f}")
+    print(f"{'triage compared':26} {compared_s:8.2f}")
+    print(f"{'compared / alone':26} {compared_s / alone_s:7.2f}x")
+    return 0
+
+
+def triage_compared(catalog: CompiledCatalog, failing: bytes, passing: bytes) -> None:
+    job = JobClassifier(catalog, "job", passing=read_passing([passing], catalog))
+    job.feed(failing)
+    job.finish()
+
+
+def read_log(path: Path) -> bytes:
+    data = path.read_bytes()
+    return gzip.decompress(data) if path.suffix == ".gz" else data
+
+
+def best_cpu(work: Callable[[], object], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        started = time.process_time()
+        work()
+        times.append(time.process_time() - started)
+    return min(times)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size-mb", type=int, default=1024, help="each log's size in MiB (1024)")
@@ -94,7 +153,10 @@ def main() -> int:
         default=10.0,
         help="share of lines unique to each log, in percent (10)",
     )
+    parser.add_argument("--pairs", type=Path, help="measure the real pairs of this folder")
     args = parser.parse_args()
+    if args.pairs is not None:
+        return measure_pairs(args.pairs, args.repeat)
     triage_bot = [sys.executable, "-m", "triage_bot", "triage", "--format", "json"]
     workdir = Path(tempfile.mkdtemp(prefix="triage-compare-bench-"))
     try:
