@@ -7,7 +7,6 @@ so nothing here escapes anything.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Sequence
 
@@ -64,15 +63,25 @@ def short_job_names(names: Sequence[str]) -> str:
     if len(names) < 2:
         return names[0] if names else ""
     # A number is not split: "py3{10,11}" reads worse than "py{310,311}".
-    prefix = re.sub(r"\d+$", "", os.path.commonprefix(list(names)))
+    prefix = re.sub(r"\d+$", "", _common_prefix(names))
     rests = [name[len(prefix) :] for name in names]
-    suffix = re.sub(r"^\d+", "", os.path.commonprefix([rest[::-1] for rest in rests])[::-1])
+    suffix = re.sub(r"^\d+", "", _common_prefix([rest[::-1] for rest in rests])[::-1])
     if len(prefix) + len(suffix) < _MIN_SHARED:
         return names[0]
     differing = [rest[: len(rest) - len(suffix)] for rest in rests]
     shown = differing[:_MAX_ALTERNATIVES]
     more = ",…" if len(differing) > len(shown) else ""
     return f"{shorten_middle(prefix)}{{{','.join(shown)}{more}}}{suffix}"
+
+
+def _common_prefix(texts: Sequence[str]) -> str:
+    """The characters every one of `texts` starts with (job names, not paths)."""
+    shortest, longest = min(texts), max(texts)  # the prefix they share, all others share
+    length = next(
+        (i for i, (a, b) in enumerate(zip(shortest, longest, strict=False)) if a != b),
+        min(len(shortest), len(longest)),
+    )
+    return shortest[:length]
 
 
 def shorten_middle(text: str, longest: int = _LONG_PREFIX) -> str:

@@ -304,7 +304,7 @@ def _headline(report: Report) -> dict[str, Any]:
     unexplained = len(report.unmatched)
     if compared and new == 0 and unexplained == 0:
         icon = "✅"
-    elif new or not compared and report.groups:
+    elif new:  # (uncompared, every failure counts as new)
         icon = "❌"
     else:
         icon = "⚠️"  # only jobs nothing explains: a person has to look
@@ -354,7 +354,7 @@ def _unexplained_row(view: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _open_group(report: Report, groups: Sequence[Group]) -> int | None:
+def _open_group(groups: Sequence[Group]) -> int | None:
     """The index of the failure whose details stay open: the first new one (all failures
     count as new when nothing was compared); None when every failure is on the base too."""
     return next((index for index, group in enumerate(groups) if group.base is None), None)
@@ -374,7 +374,7 @@ def _context(report: Report, detail: Detail, limit: int | None) -> dict[str, Any
             *(_group_row(g, v, compared) for g, v in zip(groups, group_views, strict=True)),
             *(_unexplained_row(v) for v in job_views),
         ],
-        "open_group": _open_group(report, groups),
+        "open_group": _open_group(groups),
         "url": _url(report.url),
         "head_sha": report.head_sha,
         "failed_jobs": len(report.jobs),
