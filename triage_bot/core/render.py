@@ -28,7 +28,7 @@ import jinja2
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from triage_bot.core import sanitize
+from triage_bot.core import ranking, sanitize
 from triage_bot.core.catalog import Signature, data_dir
 from triage_bot.core.comment_words import (
     cut_line,
@@ -334,18 +334,28 @@ def _group_row(group: Group, view: dict[str, Any], compared: bool) -> dict[str, 
         "summary": _table_cell(view["summary"]),
         "variants": view["variants"][:1],
         "job_count": view["job_count"],
-        "jobs": shorten_middle(view["short_jobs"], longest=48),
+        "jobs": shorten_middle(view["short_jobs"], longest=64),
         "line": view["evidence"]["line"],
         "url": view["evidence"]["url"],
     }
 
 
+def _best_line(fallback: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The one best-guess line a table row has room for: the first of the most error-like
+    ones, or, when none reads as an error, the last (a failing step's last words)."""
+    if not fallback:
+        return None
+    scored = [(ranking.line_score(f["text"]), index) for index, f in enumerate(fallback)]
+    score, index = max(scored, key=lambda item: (item[0], -item[1] if item[0] else item[1]))
+    return fallback[index]
+
+
 def _unexplained_row(view: dict[str, Any]) -> dict[str, Any]:
     """A job nothing explains, as a row: its best-guess line, or what it only showed."""
-    best = view["fallback"][0] if view["fallback"] else None
+    best = _best_line(view["fallback"])
     return {
         "status": "unexplained",
-        "name": shorten_middle(view["name"], longest=48),
+        "name": shorten_middle(view["name"], longest=64),
         "generic": view["generic"],
         "best": cut_line(best["text"].strip(), MAX_ROW_LINE) if best else "",
         "line": best["line"] if best else None,
