@@ -346,7 +346,7 @@ def _best_line(fallback: list[dict[str, Any]]) -> dict[str, Any] | None:
     if not fallback:
         return None
     scored = [(ranking.line_score(f["text"]), index) for index, f in enumerate(fallback)]
-    score, index = max(scored, key=lambda item: (item[0], -item[1] if item[0] else item[1]))
+    _score, index = max(scored, key=lambda item: (item[0], -item[1] if item[0] else item[1]))
     return fallback[index]
 
 
