@@ -67,7 +67,8 @@ def comment_with(text: str) -> str:
         result = run_log("ModuleNotFoundError: No module named 'numpy'\n")
         result.name = f"{text} matrix-{number}"
         known.append(Job(result, url=JOB_URL))
-    odd = run_log(f"starting\nerror: {text}\n##[error]Process completed with exit code 1.\n")
+    line = " ".join(text.splitlines())  # a log line has no line break
+    odd = run_log(f"starting\nerror: {line}\n##[error]Process completed with exit code 1.\n")
     odd.name = f"odd {text}"
     report = build_report([*known, Job(odd, url=JOB_URL)], title=text)
     for group in report.groups:
