@@ -21,6 +21,7 @@ from triage_bot.core.render import (
     cut_markdown,
     heading_title,
     render_comment,
+    render_passed_section,
     render_text,
     set_catalog_url,
 )
@@ -261,3 +262,8 @@ def test_the_catalog_link_is_a_setting() -> None:
         set_catalog_url(CATALOG_URL)
     assert f"[how signatures work]({mine})" in body and f"[Add a signature]({mine})" in body
     assert CATALOG_URL not in body
+
+
+def test_a_passed_section_names_its_workflow_once() -> None:
+    assert render_passed_section("CI", 2, None).startswith("## CI triage\n")
+    assert render_passed_section("Lint", 2, None).startswith("## CI triage: Lint\n")

@@ -444,7 +444,9 @@ def render_comment_section(report: Report, limit: int = MAX_COMMENT_CHARS) -> st
 
 def render_passed_section(title: str, attempt: int, url: str | None) -> str:
     """The section of a workflow whose later run passed."""
-    return _render_file("passed.md.j2", title=title, attempt=attempt, url=_url(url))
+    return _render_file(
+        "passed.md.j2", heading_title=heading_title(title), attempt=attempt, url=_url(url)
+    )
 
 
 def compose_comment(
