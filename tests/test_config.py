@@ -169,3 +169,13 @@ def test_environment_without_dotenv_is_the_process_environment(
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("WEBHOOK_SECRET", "from-env")
     assert environment()["WEBHOOK_SECRET"] == "from-env"
+
+
+def test_the_catalog_url_is_a_setting_whose_default_is_the_comments() -> None:
+    from triage_bot.core.render import CATALOG_URL
+
+    assert load_settings({}).catalog_url == CATALOG_URL
+    mine = "https://git.example.com/ci/signatures/README.md"
+    assert load_settings({"TRIAGE_CATALOG_URL": mine}).catalog_url == mine
+    with pytest.raises(SettingsError, match="TRIAGE_CATALOG_URL"):
+        load_settings({"TRIAGE_CATALOG_URL": "javascript:alert(1)"})

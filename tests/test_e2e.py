@@ -230,7 +230,7 @@ def test_a_failed_run_becomes_one_comment_edited_in_place(stack: Stack) -> None:
     stack.wait(lambda: stack.triaged(run) and bool(stack.comments(pull)), "the first comment")
     [body] = stack.comments(pull)
     assert "aiter.ops.triton.attention.mla_decode" in body and "block_regions" in body
-    assert "Too many open files" in body and "**3 failed jobs**" in body
+    assert "Too many open files" in body and "· 3 failed jobs" in body
 
     # A second failing run (a re-run with one job failing) edits the same comment.
     stack.fake.state.add_attempt(run, jobs=[NewJob(THREE[0], log=_log(THREE[0]))])
@@ -238,7 +238,7 @@ def test_a_failed_run_becomes_one_comment_edited_in_place(stack: Stack) -> None:
     assert stack.send(stack.webhook(run, pull), delivery).status_code == 202
     stack.wait(lambda: stack.triaged(run), "the second triage")
     [edited] = stack.comments(pull)
-    assert "**1 failed job**" in edited and "block_regions" in edited
+    assert "· 1 failed job" in edited and "block_regions" in edited
 
     # A redelivery and a forged delivery change nothing.
     calls = len(stack.fake.requests())
@@ -268,7 +268,7 @@ def test_a_worker_killed_mid_triage_loses_nothing(stack: Stack) -> None:
     stack.wait(lambda: stack.triaged(run) and bool(stack.comments(pull)), "the comment")
     time.sleep(1.0)  # a second copy of the job, if any, would post now
     [body] = stack.comments(pull)
-    assert "block_regions" in body and "**3 failed jobs**" in body
+    assert "block_regions" in body and "· 3 failed jobs" in body
     posts = stack.fake.requests(rf"/issues/{pull.number}/comments$", method="POST")
     assert len(posts) == 1
     record = stack.store.jobs.get(accepted.json()["job"])

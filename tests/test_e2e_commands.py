@@ -62,7 +62,7 @@ def test_commands_are_answered_and_quotes_edits_and_bots_ignored(stack: Stack) -
     assert accepted.status_code == 202 and accepted.json()["outcome"] == "job", accepted.text
     stack.wait(lambda: len(answers()) == 2, "the triage comment")
     reply, sticky = answers()
-    assert sticky.startswith(COMMENT_MARKER) and "**3 failed jobs**" in sticky
+    assert sticky.startswith(COMMENT_MARKER) and "· 3 failed jobs" in sticky
     assert "`/triage retry`" in sticky  # the footer lists the commands
     # Two jobs in all: the ignored comments queued nothing.
     stack.wait(lambda: stack.store.jobs.counts().get("done") == 2, "both jobs done")

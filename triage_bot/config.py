@@ -50,6 +50,9 @@ DEFAULT_GITHUB_BACKOFF_MAX = 30.0
 # logs before classifying without them, and the disk its cache of passing logs may take.
 DEFAULT_COMPARE_TIMEOUT = 60.0  # seconds
 DEFAULT_COMPARE_CACHE_BYTES = 256 * 1024 * 1024
+# Where the comment's "how signatures work" and "Add a signature" links go (TRIAGE_CATALOG_URL):
+# the same as core/render.CATALOG_URL, which config may not import (tests/test_config.py checks).
+DEFAULT_CATALOG_URL = "https://github.com/triage-bot/triage-bot/blob/main/patterns/README.md"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 _SIZE = re.compile(r"(?P<number>\d+)\s*(?P<unit>[kmg]i?b?|b)?", re.IGNORECASE)
@@ -85,6 +88,7 @@ class Settings:
     github_backoff_max: float = DEFAULT_GITHUB_BACKOFF_MAX
     compare_timeout: float = DEFAULT_COMPARE_TIMEOUT
     compare_cache_bytes: int = DEFAULT_COMPARE_CACHE_BYTES
+    catalog_url: str = DEFAULT_CATALOG_URL
 
     @property
     def has_app_credentials(self) -> bool:
@@ -156,6 +160,7 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
         github_backoff_max=_positive(env, "TRIAGE_GITHUB_BACKOFF_MAX", DEFAULT_GITHUB_BACKOFF_MAX),
         compare_timeout=_positive(env, "TRIAGE_COMPARE_TIMEOUT", DEFAULT_COMPARE_TIMEOUT),
         compare_cache_bytes=_size(env, "TRIAGE_COMPARE_CACHE_BYTES", DEFAULT_COMPARE_CACHE_BYTES),
+        catalog_url=_http_url(env, "TRIAGE_CATALOG_URL", DEFAULT_CATALOG_URL),
     )
 
 

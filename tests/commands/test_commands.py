@@ -252,12 +252,12 @@ def test_a_writer_re_triages_and_the_comment_is_updated(roles: World) -> None:
     run = failed_run(world)
     triage(world, run)
     [before] = bot_comments(world)
-    assert "**3 failed jobs**" in before
+    assert "· 3 failed jobs" in before
     world.fake.state.add_attempt(run, jobs=[NewJob(THREE[0], log=example_log(THREE[0]))])
     result = command(world, WRITER, "Rebased on main.\n/triage")
     assert result["action"] == "triaged" and result["runs"][0]["attempt"] == 2
     [after] = bot_comments(world)  # the same comment, edited; no reply
-    assert "**1 failed job**" in after and "block_regions" in after
+    assert "· 1 failed job" in after and "block_regions" in after
     assert [c["action"] for c in result["comments"]] == ["updated"]
 
 
@@ -279,7 +279,7 @@ def test_the_author_who_can_only_read_may_re_triage(roles: World) -> None:
     result = command(world, "Alice", "/triage")  # logins are case-insensitive
     assert result["action"] == "triaged"
     [body] = bot_comments(world)
-    assert body.startswith(COMMENT_MARKER) and "**3 failed jobs**" in body
+    assert body.startswith(COMMENT_MARKER) and "· 3 failed jobs" in body
     assert world.fake.requests(r"/permission$") == []  # the author needs no look-up
 
 

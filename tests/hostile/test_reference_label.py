@@ -39,7 +39,7 @@ def test_the_comment_names_the_reference_with_its_link() -> None:
     assert "compared with [run #\u2060812, job test (3.11), passing]" in comment
     # Its only match printed by the passing run too, a job counts as unexplained.
     assert "(only: Python module not found, also in the passing run)" in comment
-    assert "1 known failure, 2 jobs no signature explains" in comment
+    assert "**1 failure, 2 jobs unexplained**" in comment
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -64,7 +64,7 @@ def test_a_repositorys_own_signature_serves_that_repository_only(world: World) -
     assert "Frobnicator out of sync" in mine and "`widgets-frob-out-of-sync`" in mine
     assert "make frob-sync" in mine  # its fix
     assert "Frobnicator out of sync" not in theirs and "widgets-frob-out-of-sync" not in theirs
-    assert "Jobs no signature explains" in theirs
+    assert "<summary>Unexplained: check" in theirs
 
 
 def test_a_repository_signature_with_a_builtin_id_replaces_it_there(world: World) -> None:

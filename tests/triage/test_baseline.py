@@ -68,7 +68,7 @@ def log_downloads(world: World, run: WorkflowRun) -> int:
 
 
 def headings(body: str) -> list[str]:
-    return re.findall(r"^### \d+\. ([^:]+):", body, re.MULTILINE)
+    return re.findall(r"^<details[^>]*><summary>\d+\. ([^:]+):", body, re.MULTILINE)
 
 
 def test_a_failure_also_on_main_is_marked_with_the_link_and_new_ones_come_first(
@@ -87,9 +87,11 @@ def test_a_failure_also_on_main_is_marked_with_the_link_and_new_ones_come_first(
         "Unexpected keyword argument",
     ]
     assert body.count(BADGE) == 1
-    assert body.index(BADGE) > body.index("### 3. Unexpected keyword argument")
+    assert body.index(BADGE) > body.index("<summary>3. Unexpected keyword argument")
     assert f"([the run on `main`]({base_url}))" in body
-    assert f"3 known failures (2 new, 1 also failing on [`main`]({base_url}))" in body
+    assert "❌ **2 new failures** · 1 also failing on `main` · 3 failed jobs" in body
+    assert f"ompared with [the base run on `main`]({base_url})" in body
+    assert "| also on `main` | **3. Unexpected keyword argument**" in body
     marked = {g["signature"]: g["base"] for g in result["groups"]}
     assert marked == {
         "python-module-not-found": None,
@@ -134,7 +136,8 @@ def test_a_passing_base_run_marks_nothing(world: World) -> None:
     assert BADGE not in body and all(g["base"] is None for g in result["groups"])
     assert result["base"]["conclusion"] == "success"
     assert result["base"]["run_url"].endswith(f"/actions/runs/{passed.id}")
-    assert "3 known failures (all new: not failing on [`main`](" in body
+    assert "❌ **3 new failures** · 3 failed jobs" in body
+    assert "ompared with [the base run on `main`](" in body
     assert [log_downloads(world, run) for run in (fixed, passed, cancelled)] == [0, 0, 0]
 
 
@@ -149,7 +152,8 @@ def test_runs_of_another_workflow_or_of_a_forks_main_do_not_count(world: World) 
     result = triage(world, failed_run(world))
     [body] = world.comments()
     assert BADGE not in body and result["base"] is None
-    assert "3 known failures." in body  # and no comparison in the summary line
+    assert "❌ **3 failures** · 3 failed jobs" in body  # none called new: nothing compared
+    assert "not compared with the base branch" in body
 
 
 def test_a_base_that_cannot_be_triaged_leaves_the_comment_whole_with_a_note(

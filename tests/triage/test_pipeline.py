@@ -119,7 +119,7 @@ def test_three_failed_jobs_make_one_comment_with_grouped_failures(world: World) 
     assert body.startswith(COMMENT_MARKER)
     assert "aiter.ops.triton.attention.mla_decode" in body
     assert "block_regions" in body and "Too many open files" in body
-    assert "**3 failed jobs**" in body
+    assert "· 3 failed jobs" in body
     # Every evidence link points into GitHub's log viewer at a step and line.
     job_urls = {j.name: f"/actions/runs/{run.id}/job/{j.id}#step:" for j in _jobs(world, run)}
     assert all(url in body for name, url in job_urls.items() if name != "lint")
@@ -172,7 +172,7 @@ def test_a_second_run_edits_the_same_comment_and_an_unchanged_body_is_not_sent(
     world.fake.state.add_attempt(run, jobs=[NewJob(THREE[0], log=example_log(THREE[0]))])
     second = triage(world, run)
     [body] = world.comments()
-    assert second["comments"][0]["action"] == "updated" and "**1 failed job**" in body
+    assert second["comments"][0]["action"] == "updated" and "· 1 failed job" in body
     assert world.writes() == (1, 1)
     third = triage(world, run)  # the same attempt again: the same body
     assert third["comments"][0]["action"] == "unchanged"
@@ -231,7 +231,7 @@ def test_workflow_job_trigger_triages_the_jobs_failed_so_far(world: World) -> No
     job = payload(world, run, trigger="workflow_job", pull_requests=[], find_pr=True)
     triage_job(job, world.settings, world.store, options=FAST)
     [body] = world.comments()
-    assert "**1 failed job**" in body and "updated as more jobs fail" in body
+    assert "· 1 failed job" in body and "updated as more jobs fail" in body
 
 
 # ---- faults, the queue, dry runs ------------------------------------------------------------

@@ -331,6 +331,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _service(args: argparse.Namespace) -> None:
     # Imported here: the offline commands must not pay for the web and queue stack.
+    from triage_bot.core.render import set_catalog_url
     from triage_bot.service.queue import QueueOptions
     from triage_bot.service.server import serve
     from triage_bot.service.worker import run_worker
@@ -346,11 +347,14 @@ def _service(args: argparse.Namespace) -> None:
     options = QueueOptions(lease=lease, sweep_interval=min(defaults.sweep_interval, lease / 2))
     if args.command == "worker":
         settings = load_settings(environment()).require("worker")
+        set_catalog_url(settings.catalog_url)
         run_worker(settings, args.workers, options=options, dry_run=args.dry_run)
         return
     roles: tuple[Role, ...] = ("server", "worker") if args.worker else ("server",)
+    settings = load_settings(environment()).require(*roles)
+    set_catalog_url(settings.catalog_url)
     serve(
-        load_settings(environment()).require(*roles),
+        settings,
         args.host,
         args.port,
         worker=args.worker,

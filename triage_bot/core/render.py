@@ -28,8 +28,15 @@ import jinja2
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from triage_bot.core import sanitize
+from triage_bot.core import ranking, sanitize
 from triage_bot.core.catalog import Signature, data_dir
+from triage_bot.core.comment_words import (
+    cut_line,
+    short_job_names,
+    shorten_middle,
+    trimmed_window,
+    value_noun,
+)
 from triage_bot.core.report import BaseRun, Group, Job, Reference, Report
 from triage_bot.core.template_budget import BudgetSandbox, compile_bounded, render_bounded
 
@@ -37,7 +44,11 @@ COMMENT_MARKER = "<!-- triage-bot:sticky-comment -->"
 MAX_COMMENT_CHARS = 65_536
 MAX_JOB_NAMES = 12
 MAX_VARIANTS_SHOWN = 10
+# The footer's "how signatures work" link; the App's TRIAGE_CATALOG_URL setting replaces it
+# (config.py; set_catalog_url, below, is how the setting reaches the templates).
 CATALOG_URL = "https://github.com/triage-bot/triage-bot/blob/main/patterns/README.md"
+# A table row's best line of a job nothing explains: enough to recognise it, on one line.
+MAX_ROW_LINE = 100
 _CUT_NOTE = "_…cut here: the comment reached GitHub's 65,536-character limit._\n"
 
 
@@ -186,10 +197,29 @@ def _evidence(
 ) -> dict[str, Any]:
     shown_before = before[len(before) - detail.before :] if detail.before else []
     return {
-        "text": "\n".join([*shown_before, text, *after[: detail.after]]),
+        "text": "\n".join(trimmed_window(shown_before, text, after[: detail.after])),
         "line": line,
         "url": _url(job.line_urls.get(line) or job.url),
     }
+
+
+def _variant_view(name: str, values: list[str]) -> dict[str, Any]:
+    """A capture's distinct values: "7 failing tests" when its name says what they are."""
+    return {
+        "name": name,
+        "noun": value_noun(name, len(values)),
+        "shown": values[:MAX_VARIANTS_SHOWN],
+        "count": len(values),
+    }
+
+
+_UNESCAPED_PIPE = re.compile(r"(?<!\\)((?:\\\\)*)\|")
+
+
+def _table_cell(markdown: str) -> Safe:
+    """Markdown made by the program (a signature's rendered summary) fit for a table cell:
+    on one line, and no `|` that ends the cell (a capture in a code span may hold one)."""
+    return Safe(_UNESCAPED_PIPE.sub(r"\1\\|", sanitize.one_line(markdown)))
 
 
 def _group_view(group: Group, detail: Detail) -> dict[str, Any]:
@@ -212,10 +242,12 @@ def _group_view(group: Group, detail: Detail) -> dict[str, Any]:
         "first_job": first_job.name,
         "occurrences": match.count,
         "variants": [
-            {"name": name, "shown": values[:MAX_VARIANTS_SHOWN], "count": len(values)}
+            _variant_view(name, values)
             for name, values in match.variants.items()
             if len(values) > 1
         ],
+        "all_jobs": [j.name for j in group.jobs],
+        "short_jobs": short_job_names([j.name for j in group.jobs]),
         "evidence": _evidence(first_job, detail, match.line, match.before, match.text, match.after),
         "reference": _reference_view(first_job.reference),
         "base": _base_view(group.base),
@@ -255,22 +287,126 @@ def _job_view(job: Job) -> dict[str, Any]:
     }
 
 
+def heading_title(title: str) -> str:
+    """The run's title for the heading "CI triage: <title>", or "" when it would only repeat
+    the heading ("CI", "ci", "CI triage")."""
+    words = set(re.findall(r"[a-z0-9]+", title.lower()))
+    return "" if words <= {"ci", "triage"} else title
+
+
+def _headline(report: Report) -> dict[str, Any]:
+    """The verdict's counts, over the whole report (whatever the cap leaves out below).
+    `compared`: whether the base branch's run was looked at; without it nothing is "new".
+    (Likely flaky is for a later issue: its count joins these, and the template's phrases.)"""
+    also = sum(1 for group in report.groups if group.base is not None)
+    compared = report.base is not None
+    new = len(report.groups) - also
+    unexplained = len(report.unmatched)
+    if compared and new == 0 and unexplained == 0:
+        icon = "✅"
+    elif new:  # (uncompared, every failure counts as new)
+        icon = "❌"
+    else:
+        icon = "⚠️"  # only jobs nothing explains: a person has to look
+    return {
+        "icon": Safe(icon),
+        "compared": compared,
+        "failures": len(report.groups),
+        "new": new,
+        "also": also,
+        "unexplained": unexplained,
+        "branch": report.base.branch if report.base else "",
+    }
+
+
+def _status(group: Group, compared: bool) -> str:
+    if group.base is not None:
+        return "also"
+    return "new" if compared else "failing"
+
+
+def _group_row(group: Group, view: dict[str, Any], compared: bool) -> dict[str, Any]:
+    """One failure's row of the table: status, what, jobs, the evidence's line."""
+    return {
+        "status": _status(group, compared),
+        "base_branch": group.base.branch if group.base else "",
+        "title": view["title"],
+        "summary": _table_cell(view["summary"]),
+        "variants": view["variants"][:1],
+        "job_count": view["job_count"],
+        "jobs": shorten_middle(view["short_jobs"], longest=64),
+        "line": view["evidence"]["line"],
+        "url": view["evidence"]["url"],
+    }
+
+
+def _best_line(fallback: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The one best-guess line a table row has room for: the first of the most error-like
+    ones, or, when none reads as an error, the last (a failing step's last words)."""
+    if not fallback:
+        return None
+    scored = [(ranking.line_score(f["text"]), index) for index, f in enumerate(fallback)]
+    _score, index = max(scored, key=lambda item: (item[0], -item[1] if item[0] else item[1]))
+    return fallback[index]
+
+
+def _unexplained_row(view: dict[str, Any]) -> dict[str, Any]:
+    """A job nothing explains, as a row: its best-guess line, or what it only showed."""
+    best = _best_line(view["fallback"])
+    return {
+        "status": "unexplained",
+        "name": shorten_middle(view["name"], longest=64),
+        "generic": view["generic"],
+        "best": cut_line(best["text"].strip(), MAX_ROW_LINE) if best else "",
+        "line": best["line"] if best else None,
+        "url": best["url"] if best else view["url"],
+        "lines": view["lines"],
+    }
+
+
+def _open_group(groups: Sequence[Group]) -> int | None:
+    """The index of the failure whose details stay open: the first new one (all failures
+    count as new when nothing was compared); None when every failure is on the base too."""
+    return next((index for index, group in enumerate(groups) if group.base is None), None)
+
+
 def _context(report: Report, detail: Detail, limit: int | None) -> dict[str, Any]:
     groups = report.groups[:limit]
     unmatched = report.unmatched
+    group_views = [_group_view(g, detail) for g in groups]
+    job_views = [_job_view(j) for j in unmatched[:limit]]
+    compared = report.base is not None
     return {
         "title": report.title,
+        "heading_title": heading_title(report.title),
+        "headline": _headline(report),
+        "rows": [
+            *(_group_row(g, v, compared) for g, v in zip(groups, group_views, strict=True)),
+            *(_unexplained_row(v) for v in job_views),
+        ],
+        "open_group": _open_group(groups),
         "url": _url(report.url),
         "head_sha": report.head_sha,
         "failed_jobs": len(report.jobs),
-        "groups": [_group_view(g, detail) for g in groups],
+        "groups": group_views,
         "hidden_groups": len(report.groups) - len(groups),
-        "unmatched": [_job_view(j) for j in unmatched[:limit]],
+        "unmatched": job_views,
         "hidden_unmatched": len(unmatched) - len(unmatched[:limit]),
         "notes": [*report.footer_notes, *(f"{j.name}: {j.note}" for j in report.jobs if j.note)],
-        "catalog_url": Safe(CATALOG_URL),
+        "catalog_url": Safe(_catalog_url),
         "base": _comparison_view(report),
     }
+
+
+_catalog_url = CATALOG_URL
+
+
+def set_catalog_url(url: str) -> None:
+    """Where the comment's "how signatures work" and "Add a signature" links go, for the rest
+    of the process: the App's TRIAGE_CATALOG_URL (checked by config.py as an http(s) URL).
+    The core knows no settings, so the commands that load them set this once."""
+    global _catalog_url
+    _catalog_url = url
 
 
 def _problem_view(problem: str) -> dict[str, str]:
@@ -308,7 +444,9 @@ def render_comment_section(report: Report, limit: int = MAX_COMMENT_CHARS) -> st
 
 def render_passed_section(title: str, attempt: int, url: str | None) -> str:
     """The section of a workflow whose later run passed."""
-    return _render_file("passed.md.j2", title=title, attempt=attempt, url=_url(url))
+    return _render_file(
+        "passed.md.j2", heading_title=heading_title(title), attempt=attempt, url=_url(url)
+    )
 
 
 def compose_comment(
@@ -354,7 +492,7 @@ def _frame(
         marker=Safe(COMMENT_MARKER),
         sections=[Safe(section) for section in sections],
         setup_problems=[_problem_view(p) for p in problems],
-        catalog_url=Safe(CATALOG_URL),
+        catalog_url=Safe(_catalog_url),
         retriaged_at=retriaged_at,
     )
 
