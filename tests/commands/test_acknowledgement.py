@@ -121,7 +121,7 @@ def test_an_automatic_triage_keeps_the_line_and_a_changing_one_drops_it(roles: W
     world.fake.state.add_attempt(run, jobs=[NewJob(THREE[0], log=example_log(THREE[0]))])
     changed = triage(world, world.fake.state.runs[run.id])
     assert [c["action"] for c in changed["comments"]] == ["updated"]
-    assert NOTHING_CHANGED not in sticky(world) and "**1 failed job**" in sticky(world)
+    assert NOTHING_CHANGED not in sticky(world) and "· 1 failed job" in sticky(world)
 
 
 def test_a_triage_command_that_changes_the_comment_has_no_line(roles: World) -> None:
@@ -161,7 +161,7 @@ def test_a_reaction_github_refuses_or_fails_still_runs_the_triage(
     assert result["acknowledged"] is False and result["action"] == "triaged"
     assert world.fake.requests(path, method="POST")[0].status == status
     assert reactions(world, comment_id) == []
-    assert "**3 failed jobs**" in sticky(world)
+    assert "· 3 failed jobs" in sticky(world)
 
 
 def test_help_is_acknowledged_and_an_unknown_command_only_answered(roles: World) -> None:
