@@ -120,6 +120,23 @@ def test_pytest_evidence_holds_the_e_lines_and_the_failing_place(path: Path) -> 
     assert any(PYTEST_PLACE.match(line) for line in root.after)
 
 
+# An exception raised inside a test: pytest prints it as an `E` line, a blank line, then
+# `file.py:NN: ErrorName`; the signatures of Python's exceptions match that `E` line.
+PYTEST_RAISED = [
+    (PATTERNS / "python" / "python-missing-positional-argument.log", "TypeError"),
+    (PATTERNS / "python" / "python-uncaught-error.log", "ValueError"),
+    (PATTERNS / "python" / "python-uncaught-exception.log", "Exception"),
+]
+
+
+@pytest.mark.parametrize(("path", "error"), PYTEST_RAISED, ids=lambda p: getattr(p, "stem", p))
+def test_pytest_raised_error_evidence_holds_the_failing_place(path: Path, error: str) -> None:
+    root = root_of(path)
+    assert root.text.startswith("E ") and error in root.text
+    assert holds(root.before, r"^>\s")
+    assert any(PYTEST_PLACE.match(line) and line.endswith(f": {error}") for line in root.after)
+
+
 @dataclass(frozen=True)
 class CompileCase:
     path: Path
