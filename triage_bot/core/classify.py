@@ -197,12 +197,13 @@ def classify(
 
 
 def read_passing(chunks: Iterable[bytes], catalog: CompiledCatalog) -> PassingLog:
-    """A passing log as the classifier compares with it: only the lines that hold a literal
-    trigger of the catalog (a signature's, an error word, a step marker) are normalised and
-    kept. The classifier asks `has` of no other line but a few (a failing step's last words,
-    which may hold no such word; a line found only by a regex trigger or through colour
-    codes): those count as new, a line left in view, never one hidden. Normalising every
-    line of a 1 GiB log would take minutes; this scan takes about a second."""
+    """A passing log as the classifier compares with it: only the lines it may ask about are
+    normalised and kept (PassingGate._wanted: GitHub's error annotations, lines a signature
+    matches, error-word lines that score as best guesses), each once. The classifier asks
+    `has` of no other line but a few (a failing step's last words, which may hold no error
+    word or score; a line found only by a regex trigger or through colour codes): those
+    count as new, a line left in view, never one hidden. Normalising every line of a 1 GiB
+    log would take minutes."""
     passing = PassingLog()
     gate = PassingGate(catalog, passing)
     for chunk in chunks:
