@@ -14,8 +14,8 @@ A log with more distinct lines keeps its first 1 Mi: a line past the cap counts 
 can only leave a line in view, never hide one. A false match needs two different lines with
 the same 64-bit hash: about 1 in 10^13 per lookup at the cap.
 
-Pure: no GitHub, no files beyond `from_file` and `save`/`load` (the App's cache of passing
-logs keeps the hashes, not the log); the classifier asks `has(text)` of the lines it reports.
+Pure: no GitHub, no files beyond `save`/`load` (the App's cache of passing logs keeps the
+hashes, not the log); the classifier asks `has` or `has_many` of the lines it reports.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import regex
 
 from triage_bot.core import cache
@@ -179,11 +180,15 @@ class PassingLog:
         joined = "\n".join(text[:MAX_LINE_CHARS].replace("\n", " ") for text in texts)
         normalised = normalise(joined).split("\n")
         wanted = np.fromiter((line_hash(line) for line in normalised), dtype=np.uint64)
-        at = np.searchsorted(self._known, wanted)
+        return [bool(value) for value in self._known_among(wanted)]
+
+    def _known_among(self, hashes: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:
+        """Which of `hashes` the set holds, by binary search in the sorted set."""
+        at = np.searchsorted(self._known, hashes)
         inside = at < self._known.size
-        found = np.zeros(wanted.size, dtype=bool)
-        found[inside] = self._known[at[inside]] == wanted[inside]
-        return [bool(value) for value in found]
+        known = np.zeros(hashes.size, dtype=bool)
+        known[inside] = self._known[at[inside]] == hashes[inside]
+        return known
 
     def _add_lines(self, block: bytes) -> None:
         # Normalised a block at a time: each pattern runs once over many lines, in C.
@@ -203,11 +208,7 @@ class PassingLog:
         self._batch.clear()
         # The hashes not known yet, found by binary search: union1d would concatenate and
         # sort the whole set again for each batch (O(n log n) and several copies of 8 MiB).
-        at = np.searchsorted(self._known, fresh)
-        inside = at < self._known.size
-        known_already = np.zeros(fresh.size, dtype=bool)
-        known_already[inside] = self._known[at[inside]] == fresh[inside]
-        new = fresh[~known_already]
+        new = fresh[~self._known_among(fresh)]
         room = self.max_lines - self._known.size
         if new.size > room:
             # Keep what was known and as many of the new lines as fit (the batch that
