@@ -14,7 +14,6 @@ of the bytes, the catalog and (optionally) the step the API says failed.
 from __future__ import annotations
 
 import hashlib
-import re
 import time
 from collections.abc import Iterable
 from functools import cached_property
@@ -52,7 +51,6 @@ PASSING_GATE_VERSION = 4
 # Lines of a passing log looked at and remembered (their hashes), so that one printed again is
 # not looked at again: 64 Ki Python ints, about 4 MiB; forgotten all at once when full.
 MAX_SEEN_LINES = 1 << 16
-_GITHUB_TIMESTAMP = re.compile(rb"(?:\xef\xbb\xbf)?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ?")
 # Best-guess lines gathered before the passing run is asked about them at once: 256 lines of
 # at most MAX_LINE_CHARS (what a comparison reads of a line), 1 MiB at worst.
 UNASKED_CANDIDATES = 256
@@ -212,12 +210,6 @@ def read_passing(chunks: Iterable[bytes], catalog: CompiledCatalog) -> PassingLo
     return passing
 
 
-def _github_timestamp_length(line: bytes) -> int:
-    """The length of GitHub's `2024-05-01T10:00:00.1234567Z ` at the start of `line`, or 0."""
-    found = _GITHUB_TIMESTAMP.match(line)
-    return found.end() if found else 0
-
-
 class PassingGate:
     """Feeds a PassingLog, in chunks of any size, with only the lines `read_passing` keeps."""
 
@@ -260,7 +252,7 @@ class PassingGate:
         for start in sorted(found):
             line = block[start : block.index(b"\n", start) + 1]
             # A line printed again (a third of the kept lines of a real log) is kept already.
-            seen = hash(line[_github_timestamp_length(line) :])
+            seen = hash(line[logs.timestamp_length(line) :])
             if seen in self._seen:
                 continue
             if len(self._seen) >= MAX_SEEN_LINES:

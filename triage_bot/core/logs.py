@@ -35,6 +35,7 @@ import numpy
 
 BOM = "\ufeff"
 _TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ")
+_RAW_TIMESTAMP = re.compile(_TIMESTAMP.pattern.encode())  # the same, on a raw line's bytes
 _TIMESTAMP_LENGTH_MIN = 21
 # CSI (colours, cursor), OSC (titles, links; ended by BEL or ST), character-set selection
 # (terminfo's reset prints ESC ( B) and two-byte escapes. None of
@@ -69,6 +70,13 @@ def strip_ansi(block: bytes) -> bytes:
     if b"\x1b" not in block:
         return block
     return _ANSI.sub(b"", block)
+
+
+def timestamp_length(raw: bytes) -> int:
+    """The length of GitHub's timestamp at the start of a raw line (as split_timestamp
+    finds it), or 0."""
+    found = _RAW_TIMESTAMP.match(raw)
+    return found.end() if found else 0
 
 
 def split_timestamp(text: str) -> tuple[str | None, str]:
