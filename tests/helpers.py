@@ -7,8 +7,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from fakegithub import FakeGitHub
 from fakegithub.models import WorkflowRun
 
+from triage_bot.config import Settings
 from triage_bot.core.catalog import Catalog, load_catalog
 from triage_bot.core.classify import CompiledCatalog, classify
 from triage_bot.core.classify_results import JobResult
@@ -87,3 +89,18 @@ SERVE = textwrap.dedent(
           handler=handler, options=QueueOptions(poll_interval=0.05))
     """
 )
+
+
+def app_settings(
+    fake: FakeGitHub, data_dir: Path, database_url: str | None = None, **changes: Any
+) -> Settings:
+    """The settings of the App installed on the fake GitHub: its id, key and API, `data_dir`,
+    and `database_url` (default: an SQLite file in `data_dir`); `changes`: other settings."""
+    return Settings(
+        app_id=fake.app_id,
+        private_key=fake.private_key_pem,
+        github_api_url=fake.base_url,
+        database_url=database_url or f"sqlite:///{data_dir / 'triage.db'}",
+        data_dir=data_dir,
+        **changes,
+    )

@@ -10,7 +10,7 @@ from typing import Any
 
 from fakegithub import FakeGitHub, NewJob
 from fakegithub.models import Installation, PullRequest, Repo, WorkflowRun
-from helpers import EXAMPLES, triage_payload
+from helpers import EXAMPLES, app_settings, triage_payload
 from triage.test_pipeline import FAST
 
 from triage_bot.config import Settings
@@ -85,13 +85,7 @@ def make_world(fake: FakeGitHub, database_url: str, data_dir: Path) -> World:
     check_run.clear_cache()
     repos = {name: fake.state.add_repo(name) for name in (WIDGETS, GADGETS)}
     pulls = {name: fake.state.add_pull_request(r, author="alice") for name, r in repos.items()}
-    settings = Settings(
-        app_id=fake.app_id,
-        private_key=fake.private_key_pem,
-        github_api_url=fake.base_url,
-        database_url=database_url,
-        data_dir=data_dir,
-    )
+    settings = app_settings(fake, data_dir, database_url)
     return World(fake, fake.install("octo-org"), repos, pulls, settings, Store(database_url))
 
 

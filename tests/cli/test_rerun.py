@@ -10,12 +10,11 @@ from pathlib import Path
 import pytest
 from fakegithub import FakeGitHub, NewJob
 from fakegithub.models import WorkflowRun
-from helpers import EXAMPLES
+from helpers import EXAMPLES, app_settings
 from services import db_url
 from triage.test_pipeline import REPO, THREE, World, failed_run
 
 from triage_bot.cli.cli import main
-from triage_bot.config import Settings
 from triage_bot.core.render import COMMENT_MARKER
 from triage_bot.store.store import Store
 
@@ -28,13 +27,7 @@ def world(
     fake_github: FakeGitHub, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[World]:
     """test_pipeline's world, with the settings in the environment as the command reads them."""
-    settings = Settings(
-        app_id=fake_github.app_id,
-        private_key=fake_github.private_key_pem,
-        github_api_url=fake_github.base_url,
-        database_url=db_url,
-        data_dir=tmp_path / "data",
-    )
+    settings = app_settings(fake_github, tmp_path / "data", db_url)
     for name in _SETTINGS:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("APP_ID", str(settings.app_id))

@@ -11,9 +11,8 @@ from pathlib import Path
 import httpx
 from fakegithub import FakeGitHub, NewJob
 from fakegithub.models import Job
-from helpers import triage_payload
+from helpers import app_settings, triage_payload
 
-from triage_bot.config import Settings
 from triage_bot.github_api.github import ClientOptions, RetryPolicy
 from triage_bot.store.store import Store
 from triage_bot.triage.pipeline import triage_job
@@ -58,14 +57,7 @@ def test_a_log_past_the_cap_shows_its_failure_at_the_end_with_its_real_line(
     job = fake_github.state.add_job(run, NewJob("test (3.12)", log=b""))
     job.log, failure_line, group_line = long_log(job)
     assert len(job.log) > 20 * CAP
-    settings = Settings(
-        app_id=fake_github.app_id,
-        private_key=fake_github.private_key_pem,
-        github_api_url=fake_github.base_url,
-        database_url=f"sqlite:///{tmp_path / 'triage.db'}",
-        data_dir=tmp_path,
-        max_log_bytes=CAP,
-    )
+    settings = app_settings(fake_github, tmp_path, max_log_bytes=CAP)
     store = Store(settings.database_url)
     try:
         result = triage_job(

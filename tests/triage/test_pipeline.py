@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from fakegithub import FakeGitHub, NewJob
 from fakegithub.models import Installation, Job, PullRequest, Repo, WorkflowRun
-from helpers import EXAMPLES, triage_payload
+from helpers import EXAMPLES, app_settings, triage_payload
 from prometheus_client import REGISTRY
 
 from triage_bot.config import Settings
@@ -80,13 +80,7 @@ def new_world(fake: FakeGitHub, tmp_path: Path, database_url: str) -> World:
     repo = fake.state.add_repo(REPO)
     installation = fake.install("octo-org")
     pull = fake.state.add_pull_request(repo, author="alice", head_ref="fix-imports")
-    settings = Settings(
-        app_id=fake.app_id,
-        private_key=fake.private_key_pem,
-        github_api_url=fake.base_url,
-        database_url=database_url,
-        data_dir=tmp_path,
-    )
+    settings = app_settings(fake, tmp_path, database_url)
     return World(fake, repo, installation, pull, settings, Store(database_url))
 
 

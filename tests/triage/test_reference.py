@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from fakegithub import FakeGitHub, NewJob
 from fakegithub.models import Job, PullRequest, Repo, WorkflowRun
-from helpers import triage_payload
+from helpers import app_settings, triage_payload
 
 from triage_bot.config import Settings
 from triage_bot.core.compare import PassingLog
@@ -82,13 +82,7 @@ def world(fake_github: FakeGitHub, tmp_path: Path) -> Iterator[World]:
     repo = fake_github.state.add_repo(REPO)
     fake_github.install("octo-org")
     pull = fake_github.state.add_pull_request(repo, head_ref="fix-blossoms")
-    settings = Settings(
-        app_id=fake_github.app_id,
-        private_key=fake_github.private_key_pem,
-        github_api_url=fake_github.base_url,
-        database_url=f"sqlite:///{tmp_path / 'triage.db'}",
-        data_dir=tmp_path,
-    )
+    settings = app_settings(fake_github, tmp_path)
     with client_for_repo(settings, REPO, options=FAST) as client:
         yield World(fake_github, repo, pull, settings, client, PassingCache(tmp_path / "compare"))
 
