@@ -178,18 +178,32 @@ _DETAILS = (
 )
 
 
-def _signature_texts(signature: Signature, captures: dict[str, str]) -> tuple[str, str]:
+@dataclass(frozen=True)
+class SignatureText:
+    """A signature's summary and fix as markdown; `problem` says why its template failed
+    (then the summary is the title and the fix the problem, as the comment shows them)."""
+
+    summary: str
+    fix: str
+    problem: str | None = None
+
+
+def signature_text(signature: Signature, captures: dict[str, str]) -> SignatureText:
+    """The signature's summary and fix rendered with `captures`: the comment's, the JSON's
+    and the terminal view's."""
     # A group that did not take part in the match is empty in templates, as lint renders it.
-    captures = {name: "" for name in signature.pattern.groupindex} | captures
+    values = {name: "" for name in signature.pattern.groupindex} | captures
     try:
-        return (
-            Safe(render_signature_text(signature.summary, captures)),
-            Safe(render_signature_text(signature.fix, captures).strip()),
+        return SignatureText(
+            render_signature_text(signature.summary, values),
+            render_signature_text(signature.fix, values).strip(),
         )
     except jinja2.TemplateError as exc:
         # A broken signature still shows its failure; the footer says what is wrong with it.
         problem = f"{signature.path.name}: template error: {exc}"
-        return Safe(sanitize.escape_text(signature.title)), Safe(sanitize.escape_text(problem))
+        return SignatureText(
+            sanitize.escape_text(signature.title), sanitize.escape_text(problem), problem
+        )
 
 
 def _evidence(
@@ -224,7 +238,8 @@ def _table_cell(markdown: str) -> Safe:
 
 def _group_view(group: Group, detail: Detail) -> dict[str, Any]:
     match = group.example
-    summary, fix = _signature_texts(group.signature, match.captures)
+    text = signature_text(group.signature, match.captures)
+    summary, fix = Safe(text.summary), Safe(text.fix)
     first_job = group.jobs[0]
     return {
         "title": group.signature.title,

@@ -197,7 +197,8 @@ def texts_json(match: Match) -> dict[str, Any]:
     match's captures (markdown, as in the comment), and the distinct values of its other
     captures across its occurrences (the failing tests), by capture name."""
     # Imported here: render (jinja2) imports this module.
-    from triage_bot.core.report_text import failing_values, signature_text
+    from triage_bot.core.render import signature_text
+    from triage_bot.core.report_text import failing_values
 
     text = signature_text(match.signature, match.captures)
     return {"summary": text.summary, "fix": text.fix, "variants": failing_values(match)}

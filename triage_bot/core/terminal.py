@@ -18,13 +18,9 @@ from rich.table import Table
 from rich.text import Text
 
 from triage_bot.core.catalog import Signature
+from triage_bot.core.render import signature_text
 from triage_bot.core.report import Group, Job, Reference, Report, explained
-from triage_bot.core.report_text import (
-    failing_values,
-    placeholder_text,
-    signature_text,
-    values_label,
-)
+from triage_bot.core.report_text import failing_values, placeholder_text, values_label
 
 INDENT = 3
 MAX_JOB_NAMES = 12
