@@ -9,8 +9,8 @@ than PassingLog keeps (1 Mi): its bound is exercised. Then times, as new process
 same files and in the same run:
 
 - `triage-bot triage FAIL --format json` (triage alone);
-- `triage-bot triage FAIL --compare PASS --format json` (the passing log read first, then
-  the failing one classified against it);
+- `triage-bot triage FAIL --compare PASS --format json` (the failing log classified, then
+  the passing one scanned for the lines the classifier asks about);
 
 and prints wall and CPU seconds (CPU: the child's user + system time, steadier on a shared
 machine), peak memory (the child's ru_maxrss), and the ratios of the comparison to triage
@@ -18,8 +18,8 @@ alone.
 
 `--pairs FOLDER` measures real logs instead: for each failing log of FOLDER/index.json that
 has a `passing` log (bench/accuracy.py's format; bench/pairs_index.py writes one), the CPU
-time in this process of classifying it alone, and of reading its passing log and classifying
-it against that, summed over the pairs (the best of --repeat runs each).
+time in this process of classifying it alone, and of classifying it compared with its
+passing log (as the CLI does: PassingFile), summed over the pairs (the best of --repeat runs each).
 
 Usage: python bench/compare.py [--size-mb 1024] [--repeat 3] [--unique-percent 10]
        python bench/compare.py --pairs FOLDER [--repeat 3]
@@ -48,12 +48,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench.classify import MIB, write_log  # noqa: E402
 from triage_bot.core.catalog import load_catalog  # noqa: E402
-from triage_bot.core.classify import (  # noqa: E402
-    CompiledCatalog,
-    JobClassifier,
-    classify,
-    read_passing,
-)
+from triage_bot.core.classify import CompiledCatalog, JobClassifier, classify  # noqa: E402
+from triage_bot.core.compare import PassingFile  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -124,7 +120,7 @@ def measure_pairs(folder: Path, repeat: int) -> int:
 
 
 def triage_compared(catalog: CompiledCatalog, failing: bytes, passing: bytes) -> None:
-    job = JobClassifier(catalog, "job", passing=read_passing([passing], catalog))
+    job = JobClassifier(catalog, "job", passing=PassingFile(lambda: [passing]))
     job.feed(failing)
     job.finish()
 

@@ -13,18 +13,19 @@ import argparse
 import json
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from triage_bot.config import Settings, environment, load_settings
 from triage_bot.core import sources
 from triage_bot.core.catalog import Catalog, load_catalog
-from triage_bot.core.classify import CompiledCatalog, JobClassifier, read_passing
+from triage_bot.core.classify import CompiledCatalog, JobClassifier
 from triage_bot.core.classify_results import JobResult
-from triage_bot.core.compare import PassingLog
+from triage_bot.core.compare import PassingFile, PassingUnreadable
 from triage_bot.core.log_tail import tail_note
 from triage_bot.core.ranking import SCORE_PARTS
 from triage_bot.core.report import (
@@ -173,19 +174,24 @@ def passing_logs(compare: str, failing: list[sources.JobLog]) -> dict[str, sourc
 
 
 def _reference(
-    passing: sources.JobLog | str, compiled: CompiledCatalog
-) -> tuple[PassingLog | None, Reference | None, str | None]:
-    """The passing log read, its reference, or why there is no comparison (a note)."""
+    passing: sources.JobLog | str, engine: str
+) -> tuple[PassingFile | None, Reference | None, str | None]:
+    """The passing log (read when the failing one is classified), its reference, or why
+    there is no comparison (a note)."""
     if isinstance(passing, str):
         return None, None, f"not compared: no passing log of the same name in {passing}"
-    try:
-        read = read_passing(sources.log_chunks(passing), compiled)
-    except sources.Skipped as skipped:
-        return None, None, f"not compared: passing log {passing.origin} skipped: {skipped}"
-    except sources.BROKEN as error:
-        return None, None, f"not compared: {passing.origin}: {sources.describe(error)}"
     label = passing.origin.replace("\\", "/").rsplit("/", 1)[-1]
-    return read, Reference(label), None
+    return PassingFile(partial(_passing_chunks, passing), engine), Reference(label), None
+
+
+def _passing_chunks(passing: sources.JobLog) -> Iterator[bytes]:
+    """A passing log's chunks; a log that cannot be read says why (PassingUnreadable)."""
+    try:
+        yield from sources.log_chunks(passing)
+    except sources.Skipped as skipped:
+        raise PassingUnreadable(f"passing log {passing.origin} skipped: {skipped}") from None
+    except sources.BROKEN as error:
+        raise PassingUnreadable(f"{passing.origin}: {sources.describe(error)}") from None
 
 
 def _triage_one(
@@ -198,7 +204,9 @@ def _triage_one(
     broken archive member is left out whole, what was read of it cannot be trusted.
     `compare_with`: its passing log, or where none of its name was found."""
     passing, reference, compare_note = (
-        _reference(compare_with, compiled) if compare_with is not None else (None, None, None)
+        _reference(compare_with, compiled.prefilter.name)
+        if compare_with is not None
+        else (None, None, None)
     )
     classifier = JobClassifier(
         compiled, job_log.name, max_bytes=max_bytes, log_size=job_log.size, passing=passing
@@ -213,6 +221,8 @@ def _triage_one(
         _warn(f"{job_log.origin}: {sources.describe(error)}")
         return None
     result = classifier.finish()
+    if classifier.passing_error is not None:
+        reference, compare_note = None, f"not compared: {classifier.passing_error}"
     note = tail_note(classifier.tail)
     if result.time_cut is not None:
         cut = result.time_cut

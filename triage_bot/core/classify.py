@@ -33,7 +33,13 @@ from triage_bot.core.classify_results import (
     Weighed,
     group_key,
 )
-from triage_bot.core.compare import MAX_LINE_CHARS, NORMALISE_VERSION, PassingLog
+from triage_bot.core.compare import (
+    MAX_LINE_CHARS,
+    NORMALISE_VERSION,
+    PassingLines,
+    PassingLog,
+    PassingUnreadable,
+)
 from triage_bot.core.engine import (
     Prefilter,
     Trigger,
@@ -51,9 +57,15 @@ PASSING_GATE_VERSION = 4
 # Lines of a passing log looked at and remembered (their hashes), so that one printed again is
 # not looked at again: 64 Ki Python ints, about 4 MiB; forgotten all at once when full.
 MAX_SEEN_LINES = 1 << 16
-# Best-guess lines gathered before the passing run is asked about them at once: 256 lines of
-# at most MAX_LINE_CHARS (what a comparison reads of a line), 1 MiB at worst.
-UNASKED_CANDIDATES = 256
+# With a passing run, a step's best-guess lines are sifted once the log is read (the lines
+# the passing run also printed go): its first and last ones are kept until then in pools this
+# much larger than ranking's, so that up to 232 of its first and 472 of its last lines can be
+# old without crowding out a new one. Three pools live at once (this step's, the failing
+# step's, the log's; they share lines), each line at most MAX_LINE_CHARS: ~9 MiB at worst.
+SIFTED_HEAD = 256
+SIFTED_TAIL = 512
+# GitHub's error annotations kept to be sifted the same way (the first 8 new are shown).
+SIFTED_ANNOTATIONS = 64
 MAX_LINE_BYTES = 64 * 1024
 # Pieces smaller than this are gathered before they are classified.
 MIN_BLOCK_BYTES = 512 * 1024
@@ -306,11 +318,16 @@ class JobClassifier:
         keep_winners: bool = False,
         max_cpu_s: float = MAX_JOB_CPU_S,
         failing_step: logs.Step | None = None,
-        passing: PassingLog | None = None,
+        passing: PassingLines | None = None,
     ) -> None:
         self._catalog = catalog
-        # The passing run's lines (compare.py), when there is a passing run to compare with.
+        # The passing run's lines (compare.py), when there is a passing run to compare with:
+        # asked about once, when this log is read (_sift), of the lines that may be reported.
         self._passing = passing
+        # Why the passing run could not be asked (PassingUnreadable): no comparison.
+        self.passing_error: str | None = None
+        # The matches' lines as the passing run is asked about them (Match.text is clipped).
+        self._match_lines: dict[tuple[str, tuple[str, ...]], str] = {}
         self._name = name
         # max_bytes: only the log's last max_bytes are classified, the lines before are
         # counted (log_tail.py); log_size, when known, spares holding that tail in memory.
@@ -334,12 +351,10 @@ class JobClassifier:
         self._cap_from = 1 << 62
         self._section_ends: dict[int, SectionEnd] = {}
         self._failing_section: int | None = None
-        self._candidates = ranking.Candidates()
+        self._candidates = self._new_pool()
         self._failing_candidates: ranking.Candidates | None = None
         # The whole log's, for a log whose failing step is not marked.
-        self._log_candidates = ranking.Candidates()
-        # Candidates waiting to be asked of the passing run: (score, line, text, their pool).
-        self._unasked: list[tuple[int, int, str, ranking.Candidates]] = []
+        self._log_candidates = self._new_pool()
         # The step GitHub's API says failed (its time span): the step of the log whose end
         # falls in it is the failing one, whatever failed after it (`if: failure()` steps).
         self._api_step = failing_step
@@ -412,7 +427,7 @@ class JobClassifier:
             rest = bytes(self._carry)
             self._process(rest if rest.endswith(b"\n") else rest + b"\n")
             self._carry = bytearray()
-        self._ask_passing()
+        self._sift()
         # Stable order first (priority, line, catalog rank), then as a person reads the log.
         found = sorted(
             self._matches.values(),
@@ -577,36 +592,65 @@ class JobClassifier:
                 self._add_candidate(score, line, text)
 
     def _add_candidate(self, score: int, number: int, text: str) -> None:
-        """A best-guess line; with a passing run, only a line it did not print: the lines
-        both runs printed are not what failed, and would crowd the bounded pools."""
+        """A best-guess line. With a passing run, its text is kept whole (as far as a
+        comparison reads) until _sift asks the passing run about it."""
+        compared = self._passing is not None
+        line = FallbackLine(number, text[:MAX_LINE_CHARS] if compared else clip(text), None)
+        self._candidates.add(score, line)
+        self._log_candidates.add(score, line)
+
+    def _sift(self) -> None:
+        """Ask the passing run, once, about every line that may be reported: a match whose
+        line it also printed is marked so (ranking demotes it), and the best-guess lines and
+        annotations it also printed go (they are not what failed, and would crowd the
+        bounded pools). The pools then hold what they would have held had only new lines
+        been added to them, as long as the larger pools did not overflow (SIFTED_*)."""
         if self._passing is None:
-            line = FallbackLine(number, clip(text), None)
-            self._candidates.add(score, line)
-            self._log_candidates.add(score, line)
             return
-        # Asked a batch at a time, in log order (has_many normalises the batch in one pass
-        # of each pattern: a line at a time was 3/4 of the comparison's cost on a log where
-        # every tenth line is error-like); the pools see the same lines in the same order.
-        self._unasked.append((score, number, text[:MAX_LINE_CHARS], self._candidates))
-        if len(self._unasked) >= UNASKED_CANDIDATES:
-            self._ask_passing()
+        pools = {id(pool): pool for pool in self._pools()}
+        candidates = {f.line: f.text for pool in pools.values() for _s, f in pool.all()}
+        keys = list(self._match_lines)
+        texts = [
+            *candidates.values(),
+            *(f.text for f in self._annotations),
+            *(self._match_lines[key] for key in keys),
+        ]
+        try:
+            printed = self._passing.has_many(texts)
+        except PassingUnreadable as error:
+            self.passing_error = str(error)
+            self._passing = None  # no comparison: every line as if there were none
+            printed = None
+        answers = _answers(printed, len(texts))
+        annotations_at = len(candidates)
+        matches_at = annotations_at + len(self._annotations)
+        new = dict(zip(candidates, answers[:annotations_at], strict=True))
+        sifted = {key: self._sifted_pool(pool, new) for key, pool in pools.items()}
+        self._log_candidates = sifted[id(self._log_candidates)]
+        self._candidates = sifted[id(self._candidates)]
+        if self._failing_candidates is not None:
+            self._failing_candidates = sifted[id(self._failing_candidates)]
+        annotations = zip(self._annotations, answers[annotations_at:matches_at], strict=True)
+        self._annotations = [
+            FallbackLine(f.line, clip(f.text), is_new)
+            for f, is_new in annotations
+            if is_new is not False
+        ][: ranking.FALLBACK_LINES]
+        for key, is_new in zip(keys, answers[matches_at:], strict=True):
+            self._matches[key].new = is_new
 
-    def _ask_passing(self) -> None:
-        """Put the waiting candidates the passing run did not print into their pools."""
-        if self._passing is None or not self._unasked:
-            return
-        printed = self._passing.has_many([text for _s, _n, text, _p in self._unasked])
-        for (score, number, text, pool), also_passing in zip(self._unasked, printed, strict=True):
-            if not also_passing:
-                line = FallbackLine(number, clip(text), True)
-                pool.add(score, line)
-                self._log_candidates.add(score, line)
-        self._unasked.clear()
+    def _pools(self) -> list[ranking.Candidates]:
+        pools = [self._candidates, self._log_candidates]
+        return pools if self._failing_candidates is None else [*pools, self._failing_candidates]
 
-    def _is_new(self, text: str) -> bool | None:
-        """Whether the passing run did not print this line; None without a passing run.
-        Asked only of the lines reported or kept as candidates, never of every line."""
-        return None if self._passing is None else not self._passing.has(text)
+    def _sifted_pool(
+        self, pool: ranking.Candidates, new: dict[int, bool | None]
+    ) -> ranking.Candidates:
+        sifted = ranking.Candidates()
+        for score, line in pool.all():
+            if new[line.line] is not False:
+                sifted.add(score, FallbackLine(line.line, clip(line.text), new[line.line]))
+        return sifted
 
     def _start_section(self, number: int) -> None:
         """A step starts at line `number` (GitHub's `##[group]Run`, Travis' marker) and the one
@@ -631,18 +675,27 @@ class JobClassifier:
             self._failing_candidates = self._candidates
         self._section += 1
         self._section_start = number + 1
-        self._candidates = ranking.Candidates()
+        self._candidates = self._new_pool()
+
+    def _new_pool(self) -> ranking.Candidates:
+        if self._passing is None:
+            return ranking.Candidates()
+        return ranking.Candidates.sized(SIFTED_HEAD, SIFTED_TAIL)
 
     def _mark_group(self, number: int, timestamp: str | None, text: str) -> None:
         if len(self._groups) < MAX_GROUP_MARKS:
             self._groups.append(logs.GroupMark(number, timestamp, text[len("##[group]") :]))
 
     def _track_error(self, number: int, text: str) -> None:
-        if text.startswith(_PROCESS_EXIT) or len(self._annotations) >= ranking.FALLBACK_LINES:
+        if text.startswith(_PROCESS_EXIT):
             return
-        new = self._is_new(text)
-        if new is not False:  # an annotation the passing run also printed is no best guess
-            self._annotations.append(FallbackLine(number, clip(text), new))
+        if self._passing is None and len(self._annotations) >= ranking.FALLBACK_LINES:
+            return
+        if self._passing is None:
+            self._annotations.append(FallbackLine(number, clip(text), None))
+        elif len(self._annotations) < SIFTED_ANNOTATIONS:
+            # Sifted once the log is read: one the passing run also printed is no best guess.
+            self._annotations.append(FallbackLine(number, text[:MAX_LINE_CHARS], None))
 
     def _try_signature(
         self,
@@ -691,10 +744,11 @@ class JobClassifier:
             last_line=number,
             section=self._section,
             level=ranking.low_level(text, found.start()),
-            new=self._is_new(text),
         )
         _add_variants(match, captures)
         self._matches[key] = match
+        if self._passing is not None:
+            self._match_lines[key] = text[:MAX_LINE_CHARS]  # `new` is set by _sift
         if len(match.after) < signature.after:
             self._pending_after.append(match)
         return True
@@ -742,6 +796,13 @@ class JobClassifier:
             pool = self._log_candidates.all()
             return ranking.pick_fallback([*annotations, *pool], first=False, below=below)
         return ranking.pick_fallback([*annotations, *failing.all()], first=True, below=below)
+
+
+def _answers(printed: list[bool] | None, count: int) -> list[bool | None]:
+    """Whether each asked line is new: None for each when the passing run could not say."""
+    if printed is None:
+        return [None] * count
+    return [not also_passing for also_passing in printed]
 
 
 def _needs_fallback(weighed: list[Weighed]) -> bool:

@@ -77,8 +77,11 @@ def colour_parts(literals: Sequence[bytes]) -> list[bytes]:
     return sorted(parts - set(literals))
 
 
-def _hyperscan_db(hyperscan: Any, expressions: Sequence[bytes]) -> Any:
-    """Compiled, or loaded from the cache: compiling costs more than a small triage."""
+def _hyperscan_db(hyperscan: Any, expressions: Sequence[bytes], persist: bool = True) -> Any:
+    """Compiled, or loaded from the cache: compiling costs more than a small triage.
+    `persist`: False for a one-off set (a comparison's words), which the cache would only fill."""
+    if not persist:
+        return _compiled(hyperscan, expressions)
     digest = hashlib.sha256(repr((hyperscan.__version__, list(expressions))).encode())
     name = f"hyperscan-{digest.hexdigest()[:32]}.db"
     cached = cache.read(name)
@@ -87,6 +90,12 @@ def _hyperscan_db(hyperscan: Any, expressions: Sequence[bytes]) -> Any:
             return hyperscan.loadb(cached, mode=hyperscan.HS_MODE_BLOCK)
         except hyperscan.error:
             pass  # another Hyperscan build or a damaged file: compile again
+    database = _compiled(hyperscan, expressions)
+    cache.write(name, hyperscan.dumpb(database))
+    return database
+
+
+def _compiled(hyperscan: Any, expressions: Sequence[bytes]) -> Any:
     database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     database.compile(
         expressions=list(expressions),
@@ -94,14 +103,15 @@ def _hyperscan_db(hyperscan: Any, expressions: Sequence[bytes]) -> Any:
         elements=len(expressions),
         flags=0,
     )
-    cache.write(name, hyperscan.dumpb(database))
     return database
 
 
 class HyperscanPrefilter:
     name = "hyperscan"
 
-    def __init__(self, triggers: Sequence[Trigger], stand_ins: Sequence[bytes] = ()) -> None:
+    def __init__(
+        self, triggers: Sequence[Trigger], stand_ins: Sequence[bytes] = (), persist: bool = True
+    ) -> None:
         import hyperscan
 
         expressions = [t.pattern if t.is_regex else regex.escape(t.pattern) for t in triggers]
@@ -111,7 +121,7 @@ class HyperscanPrefilter:
         ]
         # Ids below this are triggers; the rest are colour parts, which only find lines.
         self._trigger_count = len(expressions)
-        self._db: Any = _hyperscan_db(hyperscan, expressions + parts)
+        self._db: Any = _hyperscan_db(hyperscan, expressions + parts, persist)
         self._hyperscan: Any = hyperscan
         # A scratch space serves one scan at a time: one per thread, so that the worker's
         # threads can share one compiled catalog.
@@ -171,7 +181,9 @@ def _literal_triggers(triggers: Sequence[Trigger]) -> list[tuple[int, bytes]]:
 class AhoCorasickPrefilter:
     name = "ahocorasick"
 
-    def __init__(self, triggers: Sequence[Trigger], stand_ins: Sequence[bytes] = ()) -> None:
+    def __init__(
+        self, triggers: Sequence[Trigger], stand_ins: Sequence[bytes] = (), persist: bool = True
+    ) -> None:
         import ahocorasick_rs
 
         literal = _literal_triggers(triggers)
@@ -202,7 +214,9 @@ class AhoCorasickPrefilter:
 class RegexPrefilter:
     name = "python"
 
-    def __init__(self, triggers: Sequence[Trigger], stand_ins: Sequence[bytes] = ()) -> None:
+    def __init__(
+        self, triggers: Sequence[Trigger], stand_ins: Sequence[bytes] = (), persist: bool = True
+    ) -> None:
         self._literals = _literal_triggers(triggers)
         literals = [p for _i, p in self._literals]
         scanned = {*literals, *colour_parts([*literals, *stand_ins])}
@@ -247,8 +261,9 @@ def choose_engine(engine: str | None = None) -> str:
 
 
 def build_prefilter(
-    triggers: Sequence[Trigger], engine: str, stand_ins: Sequence[bytes] = ()
+    triggers: Sequence[Trigger], engine: str, stand_ins: Sequence[bytes] = (), persist: bool = True
 ) -> Prefilter:
     """`stand_ins`: literals whose colour parts stand in for regex triggers, which colour
-    codes can break too (a regex trigger's signature's keywords)."""
-    return _ENGINES[engine](triggers, stand_ins)
+    codes can break too (a regex trigger's signature's keywords). `persist`: whether a
+    compiled form may be cached on disk (only Hyperscan's is: others build fast)."""
+    return _ENGINES[engine](triggers, stand_ins, persist)

@@ -214,9 +214,15 @@ class Candidates:
     tail: deque[tuple[int, FallbackLine]] = field(
         default_factory=lambda: deque(maxlen=TAIL_CANDIDATES)
     )
+    head_max: int = HEAD_CANDIDATES
+
+    @classmethod
+    def sized(cls, head: int, tail: int) -> Candidates:
+        """Pools larger than a step's, for lines still to be sifted (a comparison's)."""
+        return cls(tail=deque(maxlen=tail), head_max=head)
 
     def add(self, score: int, line: FallbackLine) -> None:
-        if len(self.head) < HEAD_CANDIDATES:
+        if len(self.head) < self.head_max:
             self.head.append((score, line))
         else:
             self.tail.append((score, line))
