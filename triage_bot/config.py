@@ -49,7 +49,7 @@ DEFAULT_GITHUB_BACKOFF_MAX = 30.0
 # Comparing with a passing run (triage/reference.py): how long a triage waits for the passing
 # logs before classifying without them, and the disk its cache of passing logs may take.
 DEFAULT_COMPARE_TIMEOUT = 60.0  # seconds
-DEFAULT_COMPARE_CACHE_BYTES = 256 * 1024 * 1024
+DEFAULT_COMPARE_CACHE_BYTES = 1024 * 1024 * 1024
 # Where the comment's "how signatures work" and "Add a signature" links go (TRIAGE_CATALOG_URL):
 # the same as core/render.CATALOG_URL, which config may not import (tests/test_config.py checks).
 DEFAULT_CATALOG_URL = "https://github.com/triage-bot/triage-bot/blob/main/patterns/README.md"

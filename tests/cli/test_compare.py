@@ -15,7 +15,8 @@ from helpers import ROOT
 
 from cli.test_cli import report, triage
 from triage_bot.core.catalog import load_catalog
-from triage_bot.core.classify import CompiledCatalog, JobClassifier, classify, read_passing
+from triage_bot.core.classify import CompiledCatalog, JobClassifier, classify
+from triage_bot.core.compare import PassingFile
 
 PAIRS = ROOT / "tests" / "compare_pairs"
 INDEX = json.loads((PAIRS / "index.json").read_text(encoding="utf-8"))["logs"]
@@ -93,7 +94,7 @@ def test_best_guess_lines_are_only_the_new_ones() -> None:
     alone = classify(failing, catalog)
     assert not alone.matches or alone.fallback_lines  # unexplained: best guesses shown
     assert not all(_labelled(row, f.line) for f in alone.fallback_lines)
-    job = JobClassifier(catalog, "job", passing=read_passing(passing, catalog))
+    job = JobClassifier(catalog, "job", passing=PassingFile(lambda: passing))
     for chunk in _chunks(PAIRS / row["file"]):
         job.feed(chunk)
     compared = job.finish()

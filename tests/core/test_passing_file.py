@@ -10,7 +10,7 @@ import pytest
 from triage_bot.core import engine
 from triage_bot.core.catalog import load_catalog
 from triage_bot.core.classify import SIFTED_HEAD, CompiledCatalog, JobClassifier
-from triage_bot.core.compare import MAX_LINE_BYTES, PassingFile, PassingLog, PassingUnreadable
+from triage_bot.core.compare import MAX_LINE_BYTES, PassingFile, PassingUnreadable
 
 
 def _available_engines() -> list[str]:
@@ -47,18 +47,19 @@ ASKED = [
 ]
 
 
+# The first five were printed by the passing run, once both are normalised; not the others.
+PRINTED = [True] * 5 + [False] * 5
+
+
 @pytest.mark.parametrize("engine_name", _available_engines())
-def test_answers_are_those_of_a_passing_log_read_whole(engine_name: str) -> None:
-    whole = PassingLog.from_chunks([PASSING])
-    assert PassingFile(lambda: [PASSING], engine_name).has_many(ASKED) == whole.has_many(ASKED)
-    assert whole.has_many(ASKED) == [True] * 5 + [False] * 5
+def test_a_line_is_found_when_a_passing_line_normalises_to_it(engine_name: str) -> None:
+    assert PassingFile(lambda: [PASSING], engine_name).has_many(ASKED) == PRINTED
 
 
 @pytest.mark.parametrize("piece", [1, 7, 64])
 def test_chunks_cut_anywhere_give_the_same_answers(piece: int) -> None:
     pieces = [PASSING[at : at + piece] for at in range(0, len(PASSING), piece)]
-    expected = PassingLog.from_chunks([PASSING]).has_many(ASKED)
-    assert PassingFile(lambda: pieces).has_many(ASKED) == expected
+    assert PassingFile(lambda: pieces).has_many(ASKED) == PRINTED
 
 
 def test_reading_stops_once_every_asked_line_is_found() -> None:

@@ -16,9 +16,9 @@ from helpers import ROOT, compiled, run_log
 
 from triage_bot.core import logs, ranking
 from triage_bot.core.catalog import load_catalog
-from triage_bot.core.classify import CompiledCatalog, JobClassifier, classify, read_passing
+from triage_bot.core.classify import CompiledCatalog, JobClassifier, classify
 from triage_bot.core.classify_results import JobResult
-from triage_bot.core.compare import PassingLog
+from triage_bot.core.compare import PassingFile
 from triage_bot.core.ranking import SCORE_PARTS, line_score, low_level, step_end
 
 # schwehr/generic-sensor-format issue 12 (tests/accuracy/c/travis-gcc-storage-size.log).
@@ -401,7 +401,8 @@ def test_with_the_whole_catalog_the_failing_steps_last_words_are_the_root_cause(
 
 
 def _compared(failing: str, passing: str) -> JobResult:
-    job = JobClassifier(compiled(), "job", passing=PassingLog.from_chunks([passing.encode()]))
+    log = passing.encode()
+    job = JobClassifier(compiled(), "job", passing=PassingFile(lambda: [log]))
     job.feed(failing.encode())
     return job.finish()
 
@@ -434,14 +435,3 @@ def test_best_guess_lines_are_chosen_among_the_new_lines() -> None:
     result = _compared(failing, log_of(travis_step("./run", old, 0)))
     assert [f.text for f in result.fallback_lines] == [new]
     assert [f.new for f in result.fallback_lines] == [True]
-
-
-def test_a_passing_log_keeps_the_lines_the_classifier_can_ask_about() -> None:
-    # Only prefiltered lines are kept, whatever the chunking (a line cut across chunks).
-    data = log_of(["2024-01-02T03:04:05Z plain progress 1", PY_ERROR, "ok done", GCC]).encode()
-    for size in (1, 7, len(data)):
-        chunks = [data[i : i + size] for i in range(0, len(data), size)]
-        passing = read_passing(chunks, compiled())
-        assert passing.has(PY_ERROR) and passing.has(GCC)
-        assert not passing.has("plain progress 1") and not passing.has("ok done")
-        assert passing.distinct == 2

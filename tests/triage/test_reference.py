@@ -10,11 +10,11 @@ import gzip
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import pytest
 from fakegithub import FakeGitHub, NewJob
@@ -22,7 +22,7 @@ from fakegithub.models import Job, PullRequest, Repo, WorkflowRun
 from helpers import app_settings, triage_payload
 
 from triage_bot.config import Settings
-from triage_bot.core.compare import PassingLog
+from triage_bot.core.compare import PassingUnreadable
 from triage_bot.core.report import Reference, Report
 from triage_bot.github_api.github import ClientOptions, GitHubClient, RetryPolicy, client_for_repo
 from triage_bot.repo.repo_catalog import builtin_catalog
@@ -131,11 +131,11 @@ def test_a_failed_job_gets_its_passing_run_on_the_merge_base_and_its_log(world: 
                             CompareWith("main", world.cache), builtin_catalog())  # fmt: skip
     passing, reference = references.for_job(failed)
     assert passing is not None and reference == job.reference
-    # Only the lines the classifier may ask about are kept (read_passing's gate), and this
-    # passing build printed none: not javac's deprecation warning, which both runs printed
-    # but no signature matches nor an error word scores, nor the failing run's error.
-    assert not passing.has(THE_ERROR) and not passing.has(SHARED_WARNING)
-    assert passing.distinct == 0 and b"warning: [removal]" in PASS_LOG
+    # javac's deprecation warning both runs printed; the failing run's error, this one not.
+    assert passing.has_many([THE_ERROR, SHARED_WARNING]) == [False, True]
+    references.close()
+    with pytest.raises(PassingUnreadable):  # its log is closed with the References
+        passing.has_many([SHARED_WARNING])
 
 
 def test_without_a_run_at_the_merge_base_the_latest_passing_run_of_main_is_taken(
@@ -244,32 +244,51 @@ def test_a_second_triage_reads_the_reference_from_the_cache(world: World) -> Non
     second = world.triage(world.failing_run())  # a new push of the pull request, say
     assert first.jobs[0].reference == second.jobs[0].reference is not None
     assert world.log_downloads(passing) == 1
-    assert len(list(world.cache.root.glob("*.npz"))) == 1
+    [kept] = world.cache.root.glob("*.log")
+    assert kept.read_bytes() == PASS_LOG  # the log as GitHub served it
 
 
-def test_the_cache_is_bounded_expires_and_ignores_a_corrupt_entry(tmp_path: Path) -> None:
-    one = PassingLog.from_chunks([b"line %d\n" % n for n in range(3000)])
-    entry = one.distinct * 8
-    cache = PassingCache(tmp_path, max_bytes=3 * entry + 3 * 1024, max_age_s=3600)
+def _write(data: bytes) -> Callable[[BinaryIO], bool]:
+    def write(file: BinaryIO) -> bool:
+        file.write(data)
+        return True
+
+    return write
+
+
+def test_the_cache_is_bounded_and_expires(tmp_path: Path) -> None:
+    log = b"".join(b"line %d\n" % n for n in range(3000))
+    cache = PassingCache(tmp_path, max_bytes=3 * len(log) + 1024, max_age_s=3600)
     for job_id in range(1, 6):
-        cache.put("api", "o/r", job_id, "k", one)
-        path = cache.path("api", "o/r", job_id, "k")
+        cache.put("api", "o/r", job_id, _write(log))
+        path = cache.path("api", "o/r", job_id)
         os.utime(path, (time.time() - 100 + job_id, time.time() - 100 + job_id))
     assert cache.size() <= cache.max_bytes
-    kept = [job_id for job_id in range(1, 6) if cache.path("api", "o/r", job_id, "k").exists()]
+    kept = [job_id for job_id in range(1, 6) if cache.path("api", "o/r", job_id).exists()]
     assert kept == [3, 4, 5]  # the least recently used went first
-    loaded = cache.get("api", "o/r", 3, "k")
-    assert loaded is not None and loaded.has("line 2999") and not loaded.has("line 3000")
-    assert cache.get("api", "o/other", 3, "k") is None  # another repository's job 3
-    assert cache.get("api", "o/r", 3, "other catalog") is None  # read with other triggers
+    found = cache.get("api", "o/r", 3)
+    assert found is not None and found.read_bytes() == log
+    assert cache.get("api", "o/other", 3) is None  # another repository's job 3
     # Expired: older than max_age_s, it counts as absent and is removed.
     old = time.time() - 7200
-    os.utime(cache.path("api", "o/r", 4, "k"), (old, old))
-    assert cache.get("api", "o/r", 4, "k") is None and not cache.path("api", "o/r", 4, "k").exists()
-    # Corrupt (a torn copy, or garbage): ignored and removed, never raised.
-    whole = cache.path("api", "o/r", 5, "k").read_bytes()
-    cache.path("api", "o/r", 5, "k").write_bytes(whole[: len(whole) // 2])
-    assert cache.get("api", "o/r", 5, "k") is None and not cache.path("api", "o/r", 5, "k").exists()
+    os.utime(cache.path("api", "o/r", 4), (old, old))
+    assert cache.get("api", "o/r", 4) is None and not cache.path("api", "o/r", 4).exists()
+
+
+def test_a_download_that_fails_half_way_leaves_nothing_behind(tmp_path: Path) -> None:
+    cache = PassingCache(tmp_path)
+
+    class Torn(Exception):
+        pass
+
+    def torn(file: BinaryIO) -> bool:
+        file.write(b"the first half of a log\n")
+        raise Torn  # as the download raises NoPassingLog
+
+    with pytest.raises(Torn):
+        cache.put("api", "o/r", 7, torn)
+    assert cache.put("api", "o/r", 8, lambda file: False) is None  # not whole: not kept
+    assert list(tmp_path.iterdir()) == [] and cache.get("api", "o/r", 7) is None
 
 
 # ---- end to end ------------------------------------------------------------------------------
@@ -295,7 +314,7 @@ def test_the_pipeline_compares_with_the_base_branch_of_the_pull_request(
     label = f"run #\u2060{number}, job build, passing"
     assert f"compared with [{label}]({job_url(world, passing)})" in body
     assert world.log_downloads(passing) == 1
-    assert list((tmp_path / "cache" / "compare").glob(f"{passing.id}-*.npz"))
+    assert list((tmp_path / "cache" / "compare").glob(f"{passing.id}-*.log"))
 
 
 def test_through_the_app_a_root_cause_the_passing_run_also_printed_is_demoted(

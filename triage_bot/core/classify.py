@@ -13,10 +13,8 @@ of the bytes, the catalog and (optionally) the step the API says failed.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Iterable
-from functools import cached_property
 
 import regex
 
@@ -35,9 +33,7 @@ from triage_bot.core.classify_results import (
 )
 from triage_bot.core.compare import (
     MAX_LINE_CHARS,
-    NORMALISE_VERSION,
     PassingLines,
-    PassingLog,
     PassingUnreadable,
 )
 from triage_bot.core.engine import (
@@ -52,11 +48,6 @@ from triage_bot.core.regex_shapes import cpu_search, top_level_branches
 
 MAX_DISTINCT_MATCHES = 100
 MAX_VARIANTS = 50
-# Changes whenever what read_passing keeps does (see passing_key).
-PASSING_GATE_VERSION = 4
-# Lines of a passing log looked at and remembered (their hashes), so that one printed again is
-# not looked at again: 64 Ki Python ints, about 4 MiB; forgotten all at once when full.
-MAX_SEEN_LINES = 1 << 16
 # With a passing run, a step's best-guess lines are sifted once the log is read (the lines
 # the passing run also printed go): its first and last ones are kept until then in pools this
 # much larger than ranking's, so that up to 232 of its first and 472 of its last lines can be
@@ -135,43 +126,10 @@ class CompiledCatalog:
         )
         stand_ins = [k.encode() for s in catalog.signatures if s.prefilter for k in s.keywords]
         self.prefilter: Prefilter = build_prefilter(triggers, engine_name, stand_ins)
-        self._engine_name = engine_name
-        self._literal_triggers = [t for t in triggers if not t.is_regex]
-        # For read_passing, by a trigger's index among the literal triggers: the signatures
-        # it stands for; the triggers a line is kept for whatever holds it (GitHub's error
-        # annotation; -1: the engine cannot say which); the error words (a line with one is
-        # kept when it scores as a best guess).
-        literal = [index for index, trigger in enumerate(triggers) if not trigger.is_regex]
-        self.passing_signatures = [tuple(self.by_literal.get(index, ())) for index in literal]
-        self.passing_always = frozenset(
-            [-1] + [at for at, index in enumerate(literal) if index == self.error_marker]
-        )
-        self.passing_error_words = frozenset(
-            at for at, index in enumerate(literal) if index in self.error_words
-        )
         self._keyword_bytes = {
             s.id: (tuple(k.encode() for k in s.keywords), tuple(k.encode() for k in s.any_keywords))
             for s in catalog.signatures
         }
-
-    @cached_property
-    def passing_prefilter(self) -> Prefilter:
-        """What a passing log is scanned with (read_passing): the literal triggers alone, no
-        regex trigger nor colour-split part. Twice as fast on a large log as the full
-        prefilter; a line only those find is not kept, so the failing run's copy of it counts
-        as new: shown, never hidden. Built on first use (only when comparing)."""
-        return build_prefilter(self._literal_triggers, self._engine_name, [])
-
-    @cached_property
-    def passing_key(self) -> str:
-        """Names what read_passing keeps (the literal triggers, normalised by this version of
-        `normalise`): a passing log read with another catalog kept other lines, so a cache
-        must not hand it to this one."""
-        digest = hashlib.blake2b(digest_size=8)
-        digest.update(b"normalise %d, gate %d\0" % (NORMALISE_VERSION, PASSING_GATE_VERSION))
-        for pattern in sorted(t.pattern for t in self._literal_triggers):
-            digest.update(pattern + b"\0")
-        return digest.hexdigest()
 
     def keywords_hold(self, signature: Signature, line: bytes) -> bool:
         every, any_of = self._keyword_bytes[signature.id]
@@ -204,105 +162,6 @@ def classify(
         if not job.feed(chunk):
             break
     return job.finish()
-
-
-def read_passing(chunks: Iterable[bytes], catalog: CompiledCatalog) -> PassingLog:
-    """A passing log as the classifier compares with it: only the lines it may ask about are
-    normalised and kept (PassingGate._wanted: GitHub's error annotations, lines a signature
-    matches, error-word lines that score as best guesses), each once. The classifier asks
-    `has` of no other line but a few (a failing step's last words, which may hold no error
-    word or score; a line found only by a regex trigger or through colour codes): those
-    count as new, a line left in view, never one hidden. Normalising every line of a 1 GiB
-    log would take minutes."""
-    passing = PassingLog()
-    gate = PassingGate(catalog, passing)
-    for chunk in chunks:
-        gate.feed(chunk)
-    gate.finish()
-    return passing
-
-
-class PassingGate:
-    """Feeds a PassingLog, in chunks of any size, with only the lines `read_passing` keeps."""
-
-    def __init__(self, catalog: CompiledCatalog, passing: PassingLog) -> None:
-        self._catalog = catalog
-        self._prefilter = catalog.passing_prefilter
-        self._passing = passing
-        self._carry = b""
-        self._seen: set[int] = set()  # hashes of the lines looked at, timestamps left out
-
-    def feed(self, chunk: bytes) -> None:
-        first = chunk.find(b"\n") + 1
-        if first == 0:
-            # No line ends here; a line longer than the classifier reads is cut short.
-            self._carry = (self._carry + chunk)[: MAX_LINE_BYTES + 1]
-            return
-        # The line the last chunk began is scanned on its own, and the chunk in place (no
-        # copy of a large chunk): its lines from `first` to its last newline are whole.
-        self._keep(self._carry + chunk[:first], 0, first + len(self._carry))
-        cut = chunk.rfind(b"\n") + 1
-        self._keep(chunk, first, cut)
-        self._carry = chunk[cut:]
-
-    def finish(self) -> None:
-        if self._carry:
-            line = self._carry + b"\n"
-            self._keep(line, 0, len(line))
-            self._carry = b""
-        self._passing.finish()
-
-    def _keep(self, block: bytes, begin: int, end: int) -> None:
-        """Feed the passing log the found lines of block[begin:end] (whole lines)."""
-        if begin >= end:
-            return
-        found: dict[int, list[int]] = {}  # trigger indexes by the start of their line
-        for at, index in self._prefilter.scan_ids(block):
-            if begin < at <= end:
-                found.setdefault(max(begin, block.rfind(b"\n", 0, at) + 1), []).append(index)
-        kept = []
-        for start in sorted(found):
-            line = block[start : block.index(b"\n", start) + 1]
-            # A line printed again (a third of the kept lines of a real log) is kept already.
-            seen = hash(line[logs.timestamp_length(line) :])
-            if seen in self._seen:
-                continue
-            if len(self._seen) >= MAX_SEEN_LINES:
-                self._seen.clear()
-            self._seen.add(seen)
-            if self._wanted(line, found[start]):
-                kept.append(line)
-        if kept:
-            self._passing.feed(b"".join(kept))
-
-    def _wanted(self, line: bytes, indexes: list[int]) -> bool:
-        """Whether the classifier may ask about this line of the passing log: an error
-        annotation, a line a signature its triggers stand for matches, or one whose error
-        word makes it a best guess. Normalising a kept line costs ten times these checks,
-        and most lines with a trigger are none of these (a trigger is often a common word:
-        `--- `, ` - `, `1) `; 1 line in 6 of real logs holds one; 1 in 30 is kept)."""
-        triggered = set(indexes)
-        catalog = self._catalog
-        if not triggered.isdisjoint(catalog.passing_always):
-            return True
-        clean = logs.strip_ansi(line.rstrip(b"\r\n"))
-        text: str | None = None
-        tried: set[str] = set()
-        for index in triggered:
-            for signature in catalog.passing_signatures[index]:
-                if signature.id in tried:
-                    continue
-                tried.add(signature.id)
-                if not catalog.keywords_hold(signature, clean):
-                    continue
-                if signature.id in catalog.untrusted:
-                    return True  # a repository's pattern runs under a time limit, elsewhere
-                text = text if text is not None else logs.normalise(clean)[1]
-                if any(signature.pattern.search(piece) for piece in _regex_pieces(text)):
-                    return True
-        if triggered.isdisjoint(catalog.passing_error_words):
-            return False
-        return ranking.line_score(text if text is not None else logs.normalise(clean)[1]) > 0
 
 
 class JobClassifier:
@@ -535,6 +394,8 @@ class JobClassifier:
         )
         if not present:
             return  # a colour-tolerant part that was not the literal after all
+        if raw.startswith(_SCRIPT_ECHO, logs.timestamp_length(raw)):
+            return  # the step's script as GitHub echoes it: `echo "ERROR: ..."` is no error
         # Most candidate lines fail on a keyword: check them on the bytes, before decoding.
         candidates = [
             s
@@ -803,6 +664,11 @@ def _answers(printed: list[bool] | None, count: int) -> list[bool | None]:
     if printed is None:
         return [None] * count
     return [not also_passing for also_passing in printed]
+
+
+# GitHub prints a step's script under `##[group]Run`, each line in bold cyan: its source,
+# not its output (the runner's own colour; a tool's output is never coloured so by GitHub).
+_SCRIPT_ECHO = b"\x1b[36;1m"
 
 
 def _needs_fallback(weighed: list[Weighed]) -> bool:

@@ -7,49 +7,33 @@ and says nothing about the failure: timestamps, durations, hex ids and SHAs, tem
 ports, process ids, progress counters and sizes. Numbers that carry meaning stay (`Failures:
 1` is not `Failures: 0`), so a normalised line only matches a line that said the same thing.
 
-`PassingLog` reads the passing log as it streams and keeps one 64-bit hash per distinct
-normalised line, sorted in a numpy array: 8 bytes a line, so the `MAX_DISTINCT_LINES` cap of
-1 Mi lines is 8 MiB whatever the log's size (a Python set of ints would take ~60 bytes a line).
-A log with more distinct lines keeps its first 1 Mi: a line past the cap counts as new, which
-can only leave a line in view, never hide one. A false match needs two different lines with
-the same 64-bit hash: about 1 in 10^13 per lookup at the cap.
+The passing log is read after the failing one is classified, and only for the lines the
+classifier asks about (its matches, annotations and best-guess lines: a few thousand at
+most), by `PassingFile`. Each asked line is looked for in the raw passing log by one literal
+(`_anchored`: a 16-byte window of its text between placeholders, one that few other asked
+lines share), in one scan of the prefilter engine; a line holding it and every word of the
+asked line is normalised and its hash compared. So a 1 GiB passing log costs one literal scan
+and a few hundred normalised lines, where normalising it whole would take minutes. An asked
+line is answered "also printed" only when a passing line normalises to exactly it (a 64-bit
+hash: a false match about 1 in 10^16 per pair); a line missed (padding that moved with a
+number inside the literal) counts as new, left in view, never hidden.
 
-`PassingFile` is the other way round, for a passing log that can be read again (a file): it
-is read only once the failing log is classified, and only for the lines the classifier asks
-about (a few thousand at most). Each asked line's words that survive normalisation verbatim
-(the longest one the anchor) are looked for in the raw passing log by the prefilter engine; only
-the lines holding every such word are normalised and hashed. Triage reads the failing log
-once, the passing log is scanned for a few literals: what reading every line of the passing
-log through the catalog's triggers cost (as much again as the triage) is gone.
-
-Pure: no GitHub, no files beyond `save`/`load` (the App's cache of passing logs keeps the
-hashes, not the log) and the chunks `PassingFile` is handed; the classifier asks `has_many`
-of the lines it reports, once, when the failing log is read.
+Pure: no GitHub, no files: `PassingFile` is handed a function that gives the log's chunks.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
-import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol
 
-import numpy as np
-import numpy.typing as npt
 import regex
 
-from triage_bot.core import cache, logs
+from triage_bot.core import logs
 from triage_bot.core.engine import Trigger, build_prefilter, choose_engine
 
-MAX_DISTINCT_LINES = 1 << 20
-# Hashes gathered before they are sorted and merged into the set (bounds the working memory).
-BATCH_LINES = 1 << 16
 MAX_LINE_CHARS = 4096  # a longer line is compared on its first 4 Ki characters
-# Changes whenever `normalise` does: hashes saved by another version are of other lines.
-NORMALISE_VERSION = 2
 
 # Each (pattern, replacement) blanks one kind of run-to-run noise. Order matters: timestamps
 # before durations and numbers, paths before hex ids.
@@ -118,129 +102,6 @@ def line_hash(normalised: str) -> int:
     return int.from_bytes(digest, "little")
 
 
-class PassingLog:
-    """The normalised lines of a passing log, fed in chunks of any size (see the module doc)."""
-
-    def __init__(self, max_lines: int = MAX_DISTINCT_LINES) -> None:
-        self.max_lines = max_lines
-        self.lines = 0  # lines read
-        self.truncated = False  # distinct lines past max_lines were not kept
-        self._known = np.empty(0, dtype=np.uint64)
-        self._batch: list[int] = []
-        self._rest = b""
-
-    @classmethod
-    def from_chunks(cls, chunks: Iterable[bytes]) -> PassingLog:
-        passing = cls()
-        for chunk in chunks:
-            passing.feed(chunk)
-        passing.finish()
-        return passing
-
-    def save(self, path: Path) -> None:
-        """Write the kept hashes to `path` (numpy's .npz, uncompressed: hashes do not
-        compress), atomically: a reader sees the old file or the new one, never half of one."""
-        self.finish()
-        meta = np.array([self.lines, int(self.truncated), self.max_lines], dtype=np.uint64)
-        saved = io.BytesIO()  # at most 8 MiB of hashes
-        np.savez(saved, hashes=self._known, meta=meta)
-        cache.write_atomically(path, saved.getvalue())
-
-    @classmethod
-    def load(cls, path: Path) -> PassingLog:
-        """A passing log written by `save`. Raises OSError when `path` cannot be read and
-        ValueError when it does not hold a saved passing log (truncated, altered, foreign)."""
-        try:
-            with np.load(path, allow_pickle=False) as saved:
-                hashes, meta = saved["hashes"], saved["meta"]
-        except OSError as error:
-            if path.is_file():  # numpy says OSError for a file that is not .npz
-                raise ValueError(f"{path}: not a saved passing log ({error})") from None
-            raise
-        except (ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
-            raise ValueError(f"{path}: not a saved passing log ({error!r})") from None
-        if meta.dtype != np.uint64 or meta.shape != (3,):
-            raise ValueError(f"{path}: not a saved passing log (its header)")
-        lines, truncated, max_lines = (int(value) for value in meta)
-        if hashes.dtype != np.uint64 or hashes.ndim != 1 or hashes.size > max_lines:
-            raise ValueError(f"{path}: not a saved passing log (its hashes)")
-        if hashes.size > 1 and not bool(np.all(hashes[1:] > hashes[:-1])):
-            raise ValueError(f"{path}: not a saved passing log (hashes out of order)")
-        passing = cls(max_lines)
-        passing.lines, passing.truncated, passing._known = lines, bool(truncated), hashes
-        return passing
-
-    @property
-    def distinct(self) -> int:
-        """Distinct normalised lines kept."""
-        return int(self._known.size)
-
-    def feed(self, chunk: bytes) -> None:
-        data = self._rest + chunk
-        end = data.rfind(b"\n") + 1
-        self._rest = data[end:]
-        if end:
-            self._add_lines(data[:end])
-
-    def finish(self) -> None:
-        if self._rest:
-            self._add_lines(self._rest)
-            self._rest = b""
-        self._merge()
-
-    def has(self, text: str) -> bool:
-        """Whether the passing log printed `text` (a line, with or without its timestamp and
-        colour codes), once both are normalised."""
-        return self.has_many([text])[0]
-
-    def has_many(self, texts: list[str]) -> list[bool]:
-        """`has` of each of `texts` (lines without a newline), normalised together: each
-        pattern runs once over them all, in C, instead of once per line."""
-        if not texts:
-            return []
-        normalised = normalise_lines(texts)
-        wanted = np.fromiter((line_hash(line) for line in normalised), dtype=np.uint64)
-        return [bool(value) for value in self._known_among(wanted)]
-
-    def _known_among(self, hashes: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:
-        """Which of `hashes` the set holds, by binary search in the sorted set."""
-        at = np.searchsorted(self._known, hashes)
-        inside = at < self._known.size
-        known = np.zeros(hashes.size, dtype=bool)
-        known[inside] = self._known[at[inside]] == hashes[inside]
-        return known
-
-    def _add_lines(self, block: bytes) -> None:
-        # Normalised a block at a time: each pattern runs once over many lines, in C.
-        text = block.decode("utf-8", "replace")
-        for line in normalise(text).split("\n"):
-            self.lines += 1
-            if line:
-                self._batch.append(line_hash(line[:MAX_LINE_CHARS]))
-        self.lines -= 1 if text.endswith("\n") else 0  # the split's last, empty piece
-        if len(self._batch) >= BATCH_LINES:
-            self._merge()
-
-    def _merge(self) -> None:
-        if not self._batch:
-            return
-        fresh = np.unique(np.fromiter(self._batch, dtype=np.uint64, count=len(self._batch)))
-        self._batch.clear()
-        # The hashes not known yet, found by binary search: union1d would concatenate and
-        # sort the whole set again for each batch (O(n log n) and several copies of 8 MiB).
-        new = fresh[~self._known_among(fresh)]
-        room = self.max_lines - self._known.size
-        if new.size > room:
-            # Keep what was known and as many of the new lines as fit (the batch that
-            # crosses the cap gives an arbitrary part of its own).
-            new = new[: max(room, 0)]
-            self.truncated = True
-        if new.size:
-            # One array of the merged size, still sorted: each run of new hashes goes in at
-            # its place, in order.
-            self._known = np.insert(self._known, np.searchsorted(self._known, new), new)
-
-
 class PassingLines(Protocol):
     """What the classifier asks of a passing run: which of these lines it printed."""
 
@@ -305,13 +166,13 @@ class PassingFile:
     def _scan(self, by_anchor: dict[bytes, list[_Asked]]) -> set[int]:
         """The hashes of `by_anchor`'s lines the passing log printed."""
         lookout = _Lookout(by_anchor, choose_engine(self._engine))
-        for block in _line_blocks(self._chunks()):
-            kept = lookout.lines_to_normalise(block)
+        for kept in _kept_lines(self._chunks(), lookout):
             if kept:
                 self.lines_normalised += len(kept)
                 lookout.found_lines(normalise_lines(kept))
                 if lookout.done:
                     break  # the rest of the log cannot change an answer
+            lookout.forget_found()
         return lookout.found
 
 
@@ -393,9 +254,11 @@ class _Lookout:
 
     def found_lines(self, normalised: list[str]) -> None:
         self.found.update(h for h in map(line_hash, normalised) if h in self._wanted)
-        # An anchor whose lines are all found is no longer looked for once it was hit often
-        # (`Finished release profile`, on every build): a hit costs a few microseconds of
-        # Python, compiling the rest anew ~30 ms for a thousand anchors.
+
+    def forget_found(self) -> None:
+        """Stop looking for the anchors whose lines are all found and that were hit often
+        (`Finished release profile`, on every build): a hit costs a few microseconds of
+        Python, compiling the rest anew ~20 ms for a thousand anchors."""
         if any(
             hits >= REBUILD_HITS and self._all_found(asks)
             for hits, (_anchor, asks) in zip(self._hits, self._asked, strict=True)
@@ -405,13 +268,14 @@ class _Lookout:
     def _all_found(self, asks: list[_Asked]) -> bool:
         return all(one.hash in self.found for one in asks)
 
-    def lines_to_normalise(self, block: bytes) -> list[str]:
-        """The lines of `block` (whole lines) that hold an anchor and every checked word of
-        a line asked with it, each once (colour codes and the timestamp cut, as the
-        classifier reports lines)."""
+    def lines_to_normalise(self, block: bytes, begin: int, end: int) -> list[str]:
+        """The lines of block[begin:end] (whole lines) that hold an anchor and every checked
+        word of a line asked with it, each once (colour codes and the timestamp cut, as the
+        classifier reports lines). The whole block is scanned: a chunk is not copied."""
         at_lines: dict[int, set[int]] = {}  # anchor indexes by the start of their line
-        for end, index in self._prefilter.scan_ids(block):
-            at_lines.setdefault(block.rfind(b"\n", 0, end) + 1, set()).add(index)
+        for at, index in self._prefilter.scan_ids(block):
+            if begin < at <= end:
+                at_lines.setdefault(block.rfind(b"\n", begin, at) + 1 or begin, set()).add(index)
         kept = []
         for start, indexes in at_lines.items():
             raw = block[start : min(block.index(b"\n", start), start + MAX_LINE_BYTES)]
@@ -438,24 +302,25 @@ class _Lookout:
         )
 
 
-def _line_blocks(chunks: Iterable[bytes]) -> Iterator[bytes]:
-    """`chunks` as blocks of whole lines, each ending with a newline; a line longer than
-    MAX_LINE_BYTES is cut there (the classifier reads no more of it)."""
+def _kept_lines(chunks: Iterable[bytes], lookout: _Lookout) -> Iterator[list[str]]:
+    """For each chunk, the lines `lookout` keeps of the lines it completes; a line longer
+    than MAX_LINE_BYTES is read on its first MAX_LINE_BYTES (the classifier reads no more)."""
     carry = b""
-    skipping = False  # in the rest of a line cut short
     for chunk in chunks:
-        if skipping:
-            newline = chunk.find(b"\n")
-            if newline < 0:
-                continue
-            chunk, skipping = chunk[newline + 1 :], False
-        data = carry + chunk if carry else chunk
-        cut = data.rfind(b"\n") + 1
-        if cut:
-            yield data[:cut] if cut < len(data) else data
-        carry = data[cut:]
-        if len(carry) > MAX_LINE_BYTES:
-            yield carry[:MAX_LINE_BYTES] + b"\n"
-            carry, skipping = b"", True
+        first = chunk.find(b"\n") + 1
+        if not first:
+            carry = (carry + chunk)[: MAX_LINE_BYTES + 1]
+            continue
+        # The line the last chunk began, on its own; then the chunk in place, its lines
+        # from `first` to its last newline.
+        head = (
+            carry[:MAX_LINE_BYTES] + b"\n" if len(carry) > MAX_LINE_BYTES else carry + chunk[:first]
+        )
+        cut = chunk.rfind(b"\n") + 1
+        yield lookout.lines_to_normalise(head, 0, len(head)) + lookout.lines_to_normalise(
+            chunk, first, cut
+        )
+        carry = chunk[cut:]
     if carry:
-        yield carry + b"\n"
+        last = carry[:MAX_LINE_BYTES] + b"\n"
+        yield lookout.lines_to_normalise(last, 0, len(last))

@@ -1,14 +1,15 @@
 """Passing logs kept on disk, so that a reference log is downloaded once, not once per triage.
 
 A pull request's every push (and every pull request into the same base) compares with the
-same few passing jobs: their logs are read once, and what the comparison needs is kept, the
-sorted hashes of their normalised lines (compare.PassingLog.save: 8 bytes a line, at most
-8 MiB a job), one file per job under `<TRIAGE_CACHE_DIR>/compare/`. A job's log never changes,
-so an entry is good until it expires (`MAX_AGE_DAYS` after it was last used: GitHub keeps logs
-90 days, but a reference that old has been replaced by newer passing runs), and the whole
-cache is kept under `max_bytes` by removing the least recently used entries after each write.
-Entries are written atomically (compare.py); one that cannot be read is removed and counts as
-absent. A cache that cannot be written (a read-only disk) is simply not used.
+same few passing jobs. Their logs are kept as GitHub served them (at most the App's log cap),
+one file per job under `<TRIAGE_CACHE_DIR>/compare/`: the comparison reads a passing log
+after the failing one is classified, for the few lines it asks about (compare.PassingFile),
+so the log itself is what it needs. A job's log never changes, so an entry is good until it
+expires (`MAX_AGE_DAYS` after it was last used: a reference that old has been replaced by
+newer passing runs), and the whole cache is kept under `max_bytes` by removing the least
+recently used entries after each write. A download goes to a temporary file, renamed into
+place only once complete: a reader never sees half a log. A reader holds its file open, so
+an entry removed meanwhile (another worker's pruning) is still read whole.
 """
 
 from __future__ import annotations
@@ -17,17 +18,22 @@ import contextlib
 import hashlib
 import logging
 import os
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 from triage_bot.config import DEFAULT_COMPARE_CACHE_BYTES
 from triage_bot.core import cache
-from triage_bot.core.compare import PassingLog
 
 log = logging.getLogger(__name__)
 
 MAX_AGE_DAYS = 14.0
-SUFFIX = ".npz"
+SUFFIX = ".log"
+PARTIAL = ".partial"
+# A partial file older than this is a download that died (a live one takes minutes at most).
+STALE_PARTIAL_S = 3600
 
 
 def default_dir() -> Path:
@@ -41,53 +47,59 @@ class PassingCache:
         self,
         root: Path | None = None,
         *,
-        max_bytes: int = DEFAULT_COMPARE_CACHE_BYTES,  # 32 of the largest entries
+        max_bytes: int = DEFAULT_COMPARE_CACHE_BYTES,
         max_age_s: float = MAX_AGE_DAYS * 86400,
     ) -> None:
         self.root = root or default_dir()
         self.max_bytes = max_bytes
         self.max_age_s = max_age_s
 
-    def path(self, api_url: str, repo: str, job_id: int, catalog_key: str) -> Path:
-        # Job ids are unique on one GitHub; the host and repository keep two apart, and the
-        # catalog's key two readings of one log with different triggers (repositories' own).
-        place = f"{api_url}\n{repo}\n{catalog_key}"
-        where = hashlib.blake2b(place.encode(), digest_size=6).hexdigest()
+    def path(self, api_url: str, repo: str, job_id: int) -> Path:
+        # Job ids are unique on one GitHub; the host and repository keep two apart.
+        where = hashlib.blake2b(f"{api_url}\n{repo}".encode(), digest_size=6).hexdigest()
         return self.root / f"{job_id}-{where}{SUFFIX}"
 
-    def get(self, api_url: str, repo: str, job_id: int, catalog_key: str) -> PassingLog | None:
-        path = self.path(api_url, repo, job_id, catalog_key)
+    def get(self, api_url: str, repo: str, job_id: int) -> Path | None:
+        """The job's log, when kept and not expired (then it is the last to be evicted)."""
+        path = self.path(api_url, repo, job_id)
         try:
             age = time.time() - path.stat().st_mtime
         except OSError:
             return None
         if age > self.max_age_s:
-            path.unlink(missing_ok=True)
-            return None
-        try:
-            passing = PassingLog.load(path)
-        except (OSError, ValueError) as error:
-            log.warning("passing-log cache: %s ignored and removed: %s", path.name, error)
             _remove(path)
             return None
-        _touch(path)  # recently used: the last to be evicted
-        return passing
+        with contextlib.suppress(OSError):
+            os.utime(path)
+        return path
 
     def put(
-        self, api_url: str, repo: str, job_id: int, catalog_key: str, passing: PassingLog
-    ) -> None:
-        path = self.path(api_url, repo, job_id, catalog_key)
+        self, api_url: str, repo: str, job_id: int, write: Callable[[BinaryIO], bool]
+    ) -> Path | None:
+        """Keep the log `write` writes to the file it is given; it returns whether the log
+        is whole (else nothing is kept). None also when the cache cannot be written."""
+        path = self.path(api_url, repo, job_id)
+        partial = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}{PARTIAL}")
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            passing.save(path)
+            with partial.open("wb") as file:
+                whole = write(file)
+            if not whole:
+                _remove(partial)
+                return None
+            partial.replace(path)
         except OSError as error:
             log.warning("passing-log cache: cannot write %s: %s", path, error)
-            return
+            return None
+        finally:
+            if partial.exists():
+                _remove(partial)  # `write` raised: nothing half-written is left
         self.prune()
+        return path
 
     def prune(self) -> None:
         """Remove expired entries, then the least recently used ones past `max_bytes`, and
-        leftovers of writes that died half-way."""
+        leftovers of downloads that died half-way."""
         now = time.time()
         entries: list[tuple[float, int, Path]] = []
         try:
@@ -100,11 +112,10 @@ class PassingCache:
             except OSError:
                 continue  # removed by another process meanwhile
             path = Path(entry.path)
-            stale = now - stat.st_mtime > self.max_age_s
-            if entry.name.endswith(".tmp"):
-                if now - stat.st_mtime > 3600:  # a write of a live process takes seconds
+            if entry.name.endswith(PARTIAL):
+                if now - stat.st_mtime > STALE_PARTIAL_S:
                     _remove(path)
-            elif stale:
+            elif now - stat.st_mtime > self.max_age_s:
                 _remove(path)
             elif entry.name.endswith(SUFFIX):
                 entries.append((stat.st_mtime, stat.st_size, path))
@@ -126,8 +137,3 @@ class PassingCache:
 def _remove(path: Path) -> None:
     with contextlib.suppress(OSError):
         path.unlink(missing_ok=True)
-
-
-def _touch(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        os.utime(path)

@@ -20,16 +20,21 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import BinaryIO
 
 from triage_bot.config import DEFAULT_COMPARE_TIMEOUT, DEFAULT_MAX_LOG_BYTES
-from triage_bot.core.classify import CompiledCatalog, PassingGate
-from triage_bot.core.compare import PassingLog
+from triage_bot.core.classify import CompiledCatalog
+from triage_bot.core.compare import PassingFile, PassingUnreadable
 from triage_bot.core.report import Reference
 from triage_bot.github_api.github import GitHubClient, WorkflowJob, WorkflowRun
 from triage_bot.triage.passing_cache import PassingCache
@@ -220,12 +225,15 @@ class References:
         self._lock = threading.Lock()
         self._why: dict[str, list[WorkflowJob]] = {}  # reason -> the jobs it concerns
         self._order = {job.id: index for index, job in enumerate(failed)}
-        self._downloads: dict[int, Future[PassingLog]] = {}  # by the passing job's id
+        self._downloads: dict[int, Future[Path]] = {}  # by the passing job's id
+        self._opened: list[BinaryIO] = []  # the passing logs being compared with
+        self._scratch: tempfile.TemporaryDirectory[str] | None = None  # when not cached
         self._lookup = _reference_pool.submit(self._look_up, list(failed))
 
-    def for_job(self, job: WorkflowJob) -> tuple[PassingLog | None, Reference | None]:
+    def for_job(self, job: WorkflowJob) -> tuple[PassingFile | None, Reference | None]:
         """The job's passing log and reference, waiting for them until the deadline; (None,
-        None) when there is nothing to compare with (the reason goes to `notes`)."""
+        None) when there is nothing to compare with (the reason goes to `notes`). The log
+        is read once the job's own is classified, for the lines it asks about."""
         try:
             found = self._lookup.result(timeout=self._left())
         except FutureTimeout:
@@ -238,7 +246,8 @@ class References:
             return self._without(job, f"no passing run of the job was found ({self._places()})")
         passing_job, download = reference
         try:
-            passing = download.result(timeout=self._left())
+            path = download.result(timeout=self._left())
+            opened = path.open("rb")  # held open: a pruned entry is still read whole
         except FutureTimeout:
             why = f"the log of the passing run took longer than {self._compare.timeout:g} s"
             return self._without(job, why)
@@ -247,7 +256,14 @@ class References:
         except Exception as error:
             log.warning("%s job %d: no passing log", self._repo, job.id, exc_info=True)
             return self._without(job, f"the log of the passing run could not be read: {error}")
+        with self._lock:
+            self._opened.append(opened)
+        passing = PassingFile(partial(_file_chunks, opened), self._catalog.prefilter.name)
         return passing, Reference(passing_job.label, passing_job.url)
+
+    def unread(self, job: WorkflowJob, why: str) -> None:
+        """The job's passing log could not be read after all (`why`): say so in the notes."""
+        self._without(job, why)
 
     def close(self) -> None:
         """Drop the downloads not started (their jobs went without); one under way finishes
@@ -255,6 +271,12 @@ class References:
         self._lookup.cancel()
         for download in list(self._downloads.values()):
             download.cancel()
+        with self._lock:
+            opened, self._opened = self._opened, []
+        for file in opened:
+            file.close()
+        if self._scratch is not None:
+            self._scratch.cleanup()
 
     def notes(self) -> list[str]:
         with self._lock:
@@ -270,11 +292,9 @@ class References:
 
     # ---- in the background ------------------------------------------------------------------
 
-    def _look_up(
-        self, failed: list[WorkflowJob]
-    ) -> dict[int, tuple[PassingJob, Future[PassingLog]]]:
+    def _look_up(self, failed: list[WorkflowJob]) -> dict[int, tuple[PassingJob, Future[Path]]]:
         found = find_references(self._client, self._run, failed, self._compare.base_ref)
-        started: dict[int, tuple[PassingJob, Future[PassingLog]]] = {}
+        started: dict[int, tuple[PassingJob, Future[Path]]] = {}
         for job_id, passing_job in found.items():
             download = self._downloads.get(passing_job.job.id)
             if download is None:  # two failed jobs of one family may share their reference
@@ -283,20 +303,28 @@ class References:
             started[job_id] = (passing_job, download)
         return started
 
-    def _passing_log(self, reference: PassingJob) -> PassingLog:
+    def _passing_log(self, reference: PassingJob) -> Path:
+        """The passing job's log on disk: from the cache, else downloaded into it (or, with
+        no cache or one that cannot be written, into a folder of this triage's own)."""
         cache, api_url, job_id = self._compare.cache, self._client.api_url, reference.job.id
-        key = self._catalog.passing_key
-        cached = cache.get(api_url, self._repo, job_id, key) if cache else None
+        cached = cache.get(api_url, self._repo, job_id) if cache else None
         if cached is not None:
             return cached
-        passing = PassingLog()
-        gate = PassingGate(self._catalog, passing)  # keeps only the lines the classifier asks
+        download = partial(self._download, reference)
+        kept = cache.put(api_url, self._repo, job_id, download) if cache else None
+        if kept is None:
+            kept = self._scratch_cache().put(api_url, self._repo, job_id, download)
+        if kept is None:
+            raise NoPassingLog("the log of the passing run could not be written to disk")
+        return kept
 
-        def feed(chunk: bytes) -> bool:
-            gate.feed(chunk)
+    def _download(self, reference: PassingJob, file: BinaryIO) -> bool:
+        def write(chunk: bytes) -> bool:
+            file.write(chunk)
             return True
 
-        outcome = self._client.stream_job_log(self._repo, job_id, feed, self._compare.max_log_bytes)
+        job_id, max_bytes = reference.job.id, self._compare.max_log_bytes
+        outcome = self._client.stream_job_log(self._repo, job_id, write, max_bytes)
         run = f"run #{reference.run.run_number}"
         if outcome.status == "expired":
             raise NoPassingLog(f"the log of the passing {run} has expired")
@@ -306,10 +334,13 @@ class References:
             raise NoPassingLog(
                 f"the log of the passing {run} could not be downloaded ({outcome.reason})"
             )
-        gate.finish()
-        if cache is not None:
-            cache.put(api_url, self._repo, job_id, key, passing)
-        return passing
+        return True
+
+    def _scratch_cache(self) -> PassingCache:
+        with self._lock:
+            if self._scratch is None:
+                self._scratch = tempfile.TemporaryDirectory(prefix="triage-passing-")
+            return PassingCache(Path(self._scratch.name), max_bytes=1 << 62)
 
     def _left(self) -> float:
         return max(0.0, self._deadline - time.monotonic())
@@ -331,3 +362,19 @@ class References:
 def _names(jobs: Sequence[str], shown: int = 5) -> str:
     more = f" and {len(jobs) - shown} more" if len(jobs) > shown else ""
     return ", ".join(jobs[:shown]) + more
+
+
+# What a passing log is read in, when compared with.
+CHUNK_BYTES = 1 << 20
+
+
+def _file_chunks(opened: BinaryIO) -> Iterator[bytes]:
+    """An open passing log from its start (positioned reads: the handle may be shared by two
+    failed jobs of one family, read in two threads)."""
+    offset = 0
+    try:
+        while chunk := os.pread(opened.fileno(), CHUNK_BYTES, offset):
+            offset += len(chunk)
+            yield chunk
+    except (OSError, ValueError) as error:  # ValueError: closed meanwhile
+        raise PassingUnreadable(f"the log of the passing run could not be read: {error}") from None

@@ -111,6 +111,9 @@ def _triage_job(
     outcome = client.stream_job_log(repo, job.id, classifier.feed, None, classifier.expect_size)
     check_log(outcome, job.name, retry_logs)  # LogsUnavailable: the queue comes back later
     result = classifier.finish()
+    if classifier.passing_error is not None and references is not None:
+        references.unread(job, classifier.passing_error)
+        reference = None
     steps = job.steps or client.get_job(repo, job.id).steps
     return Job(
         result,
