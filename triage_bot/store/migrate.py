@@ -1,0 +1,102 @@
+"""The schema's migrations (Alembic): every process that opens the database, and
+`triage-bot db upgrade`, bring it to the newest revision before anything else touches it.
+
+The revisions live in migrations/versions/ and ship inside the package. v0001 is the schema
+that SQLAlchemy's create_all made before migrations existed (the baseline); a database made
+that way has our tables but no `alembic_version`: it is taken to the baseline first (the
+baseline creates only the tables missing, none for a database of that release, and stamps it)
+and then upgraded in place like any other. An empty database goes from nothing to the head.
+
+Several processes start together (a server and its workers): the whole upgrade runs in one
+transaction that holds the schema lock, a transaction-scoped advisory lock on PostgreSQL
+(whose DDL is transactional) and BEGIN IMMEDIATE on SQLite (store.py), so one process
+migrates and the others then find the head. A database already at the head costs one read.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, Engine, inspect, text
+
+log = logging.getLogger(__name__)
+
+MIGRATIONS = Path(__file__).with_name("migrations")
+BASELINE = "0001"  # the schema of the release before migrations (create_all)
+# PostgreSQL's advisory lock id for changing the schema (any number no other lock uses).
+SCHEMA_LOCK_KEY = 0x7472_6961_6765
+# A table every create_all database has: its presence without `alembic_version` says "legacy".
+_LEGACY_MARK = "deliveries"
+
+
+@dataclass(frozen=True)
+class Upgrade:
+    """What an upgrade found and left: the revisions before and after (None: no
+    `alembic_version`), and whether the database was one made by create_all."""
+
+    before: str | None
+    after: str
+    legacy: bool = False
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+
+def alembic_config(connection: Connection | None = None) -> Config:
+    """Alembic's configuration for our migrations; with `connection`, env.py migrates it."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    if connection is not None:
+        config.attributes["connection"] = connection
+    return config
+
+
+@cache
+def head() -> str:
+    """The newest revision."""
+    found = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    if found is None:
+        raise RuntimeError(f"no migration in {MIGRATIONS}")
+    return found
+
+
+def current(connection: Connection) -> str | None:
+    """The database's revision; None when it has no `alembic_version` (empty, or legacy)."""
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+def upgrade(engine: Engine) -> Upgrade:
+    """Bring the database to the head revision, one process at a time."""
+    with engine.connect() as connection:
+        found = current(connection)
+    if found == head():
+        return Upgrade(found, found)
+    with engine.begin() as connection:
+        if connection.dialect.name == "postgresql":
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
+        return upgrade_locked(connection)
+
+
+def upgrade_locked(connection: Connection) -> Upgrade:
+    """The upgrade itself, in the caller's transaction that holds the schema lock."""
+    before = current(connection)  # again: another process may have migrated meanwhile
+    legacy = before is None and inspect(connection).has_table(_LEGACY_MARK)
+    if before == head():
+        return Upgrade(before, before)
+    config = alembic_config(connection)
+    if legacy:
+        log.info("database made before migrations: taking it to the baseline %s", BASELINE)
+        command.upgrade(config, BASELINE)
+    command.upgrade(config, "head")
+    after = current(connection)
+    assert after is not None
+    log.info("database schema upgraded from %s to %s", before or "nothing", after)
+    return Upgrade(before, after, legacy)
