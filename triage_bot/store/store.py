@@ -3,8 +3,8 @@
 Store is the one object callers hold. Its methods keep the deliveries, the installations,
 each run attempt's triage, what we know of each sticky comment, and the locks and claims
 through which workers coordinate; the jobs, failures and comment sections are parts of it
-(store.jobs, store.failures, store.sections: ledger.py, failure_records.py,
-comment_sections.py).
+(store.jobs, store.failures, store.outcomes, store.sections: ledger.py,
+failure_records.py, job_outcomes.py, comment_sections.py).
 
 Concurrency, which matters because several servers and workers may share one database:
 - A delivery is accepted once: its id is the primary key of `deliveries`, the insert either
@@ -63,6 +63,7 @@ from triage_bot.config import normalize_database_url
 from triage_bot.store import migrate, schema
 from triage_bot.store.comment_sections import CommentSections
 from triage_bot.store.failure_records import FailureRecords
+from triage_bot.store.job_outcomes import JobOutcomes
 from triage_bot.store.ledger import JobLedger, NewJob
 from triage_bot.store.schema import (
     claims,
@@ -224,6 +225,7 @@ class Store:
         )
         self.jobs = JobLedger(self.engine)
         self.failures = FailureRecords(self.engine)
+        self.outcomes = JobOutcomes(self.engine)
         self.sections = CommentSections(self.engine)
         if create:
             self._create_tables()
