@@ -39,7 +39,8 @@ def store(db_url: str) -> Iterator[Store]:
 def outcome(job_id: int, conclusion: str = "success", **changes: Any) -> JobOutcome:
     base = JobOutcome(
         repo="o/r", run_id=100, run_attempt=1, job_id=job_id, workflow="CI", workflow_id=7,
-        job_name="test", conclusion=conclusion, commit_sha="c1", finished_at=NOW,
+        job_name="test", job_full_name="test (3.11)", conclusion=conclusion, commit_sha="c1",
+        finished_at=NOW,
         branch="feature", pr_number=12, url=f"https://github.com/o/r/actions/runs/100/job/{job_id}",
     )  # fmt: skip
     if conclusion == "failure" and "failure_key" not in changes:

@@ -221,5 +221,6 @@ def test_the_wheel_carries_the_migrations(tmp_path: Path) -> None:
 def _outcome_row() -> dict[str, Any]:
     return {
         "repo": "o/r", "run_id": 6, "run_attempt": 1, "job_id": 60, "job_name": "test",
+        "job_full_name": "test",
         "conclusion": "success", "commit_sha": "c0ffee", "finished_at": WHEN, "recorded_at": WHEN,
     }  # fmt: skip

@@ -106,6 +106,7 @@ def test_every_job_of_the_run_is_recorded_with_its_failure_key(world: World) -> 
     docs = found[jobs["docs"].id]
     assert (lint.conclusion, lint.failure_key, lint.signature) == ("success", None, None)
     assert (test.job_name, test.signature) == ("test", "python-pytest-failed")
+    assert test.job_full_name == "test shard 2/4 (3.11, ubuntu)"
     assert test.captures == {"test": "tests/test_io.py::test_read"}
     assert test.failure_key == signature_key(
         "python-pytest-failed", json.dumps(["tests/test_io.py::test_read"])

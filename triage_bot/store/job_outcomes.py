@@ -32,7 +32,7 @@ PASSED_CONCLUSIONS = frozenset({"success"})
 SIGNATURE_KEY = "sig:"
 LINE_KEY = "line:"
 _KEY_CHARS = 400
-# Rows written per INSERT: SQLite allows 32,766 bound values, and a row binds 18.
+# Rows written per INSERT: SQLite allows 32,766 bound values, and a row binds 20.
 _INSERT_BATCH = 500
 
 
@@ -45,6 +45,7 @@ class JobOutcome:
     workflow: str | None  # the workflow's name
     workflow_id: int | None
     job_name: str  # without matrix values and shard number (same_job.job_family)
+    job_full_name: str  # as GitHub names it: one shard of one matrix entry
     conclusion: str
     commit_sha: str
     finished_at: datetime

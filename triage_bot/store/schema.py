@@ -209,6 +209,7 @@ job_outcomes = Table(
     Column("workflow", String(255)),  # the workflow's name
     Column("workflow_id", BigInteger),
     Column("job_name", String(400), nullable=False),  # without matrix values and shard number
+    Column("job_full_name", String(400), nullable=False),  # as GitHub names it: one shard
     Column("conclusion", String(32), nullable=False),  # GitHub's: success, failure, ...
     Column("signature", String(255)),  # the root cause's signature; None: passed, unexplained
     Column("captures", JSON),  # the root cause's `group_by` captures, by name

@@ -51,6 +51,7 @@ def run_outcomes(
                 workflow=(run.name or None) and run.name[:255],
                 workflow_id=run.workflow_id,
                 job_name=job_family(job.name)[:400],
+                job_full_name=job.name[:400],
                 conclusion=job.conclusion[:32],
                 commit_sha=run.head_sha,
                 finished_at=_finished(job),

@@ -30,6 +30,7 @@ def upgrade() -> None:
         sa.Column("workflow", sa.String(255)),
         sa.Column("workflow_id", sa.BigInteger),
         sa.Column("job_name", sa.String(400), nullable=False),
+        sa.Column("job_full_name", sa.String(400), nullable=False),
         sa.Column("conclusion", sa.String(32), nullable=False),
         sa.Column("signature", sa.String(255)),
         sa.Column("captures", sa.JSON),
