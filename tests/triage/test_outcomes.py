@@ -8,9 +8,12 @@ attempt as rows of its own."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fakegithub import FakeGitHub, NewJob
@@ -20,6 +23,8 @@ from services import db_url
 
 from triage_bot.config import Settings
 from triage_bot.github_api.github import ClientOptions, RetryPolicy
+from triage_bot.service.handler import JobContext, handle_job
+from triage_bot.store.flaky import judge_keys
 from triage_bot.store.job_outcomes import JobOutcome, line_key, signature_key
 from triage_bot.store.store import Store
 from triage_bot.triage.pipeline import triage_job
@@ -149,3 +154,63 @@ def test_a_re_run_is_recorded_as_its_own_attempt(world: World) -> None:
         (2, "deploy", "failure"),
     ]
     assert found[0].commit_sha == found[2].commit_sha == run.head_sha
+
+
+def passed_payload(world: World, run: WorkflowRun) -> dict[str, Any]:
+    """The "passed" job events.py makes of a run's successful workflow_run webhook."""
+    return {
+        "kind": "passed", "repo": REPO, "installation_id": world.installation.id,
+        "run_id": run.id, "run_attempt": run.run_attempt, "head_sha": run.head_sha,
+        "workflow_id": run.workflow_id, "url": None,
+    }  # fmt: skip
+
+
+def handle(world: World, payload: dict[str, Any]) -> dict[str, Any] | None:
+    context = JobContext("job-1", 1, world.store, world.settings, False, threading.Event())
+    return handle_job(payload, context, options=FAST)
+
+
+def test_a_failure_that_passed_on_a_re_run_is_likely_flaky_in_the_next_pull_request(
+    world: World,
+) -> None:
+    first = world.fake.state.add_run(
+        world.repo, pull=world.pull, jobs=[NewJob("lint", conclusion="success"),
+                                           NewJob("test", log=PYTEST_LOG)],
+    )  # fmt: skip
+    world.triage(first)
+    # "Re-run failed jobs": the whole run passes, so it is a "passed" job, not a triage.
+    world.fake.state.add_attempt(
+        first, conclusion="success", jobs=[NewJob("test", conclusion="success")]
+    )
+    handle(world, passed_payload(world, first))
+    # The next pull request fails with the same test.
+    other = world.fake.state.add_pull_request(world.repo, author="bob", head_ref="feature")
+    second = world.fake.state.add_run(world.repo, pull=other, jobs=[NewJob("test", log=PYTEST_LOG)])
+    world.triage(second)
+    [failed] = [o for o in world.store.outcomes.of_run(REPO, second.id) if o.failed]
+    assert failed.failure_key is not None
+    now = datetime.now(UTC) + timedelta(minutes=1)
+    verdicts = judge_keys(
+        world.store.outcomes, REPO, [failed.failure_key], now=now, asking=("pr", str(other.number))
+    )
+    verdict = verdicts[failed.failure_key]
+    assert verdict.likely_flaky
+    [proof] = verdict.proofs
+    jobs = world.fake.state.jobs_of(first, attempt=0)
+    ids = {(job.run_attempt, job.name): job.id for job in jobs}
+    assert (proof.failed.job_id, proof.passed.job_id) == (ids[(1, "test")], ids[(2, "test")])
+    # The links the comment will show: each job on GitHub.
+    for shown, attempt in ((proof.failed, 1), (proof.passed, 2)):
+        assert shown.url is not None
+        assert shown.url.endswith(f"/{REPO}/actions/runs/{first.id}/job/{ids[(attempt, 'test')]}")
+    assert (proof.failed.pr_number, proof.passed.pr_number) == (world.pull.number,) * 2
+
+
+def test_a_passing_run_never_triaged_is_not_recorded(world: World) -> None:
+    run = world.fake.state.add_run(
+        world.repo, pull=world.pull, conclusion="success",
+        jobs=[NewJob("test", conclusion="success")],
+    )  # fmt: skip
+    handle(world, passed_payload(world, run))
+    assert world.store.outcomes.of_run(REPO, run.id) == []
+    assert world.fake.requests(rf"/actions/runs/{run.id}/") == []  # no call was made

@@ -1,6 +1,8 @@
 """What a triage records of each job of the run (store/job_outcomes.py): the failed jobs with
 their failure key from the report, the others (passing, cancelled, skipped) from the run's
-job list already fetched, with no log downloaded."""
+job list already fetched, with no log downloaded. A re-run that passed is not triaged, but
+its jobs are what proves a failure flaky: `record_passed_rerun` records them from the job
+list alone, for runs that were triaged before (a passing run of its own costs no call)."""
 
 from __future__ import annotations
 
@@ -9,13 +11,15 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from triage_bot.config import Settings
 from triage_bot.core import ranking
 from triage_bot.core.classify_results import FallbackLine, JobResult
 from triage_bot.core.compare import normalise
 from triage_bot.core.report import Job, Report, explained
-from triage_bot.github_api.github import WorkflowJob, WorkflowRun
+from triage_bot.github_api.github import ClientOptions, WorkflowJob, WorkflowRun, client_for_job
 from triage_bot.store import schema
 from triage_bot.store.job_outcomes import JobOutcome, line_key, signature_key
+from triage_bot.store.store import Store
 from triage_bot.triage.same_job import job_family
 
 _CAPTURES_KEY_CHARS = 400
@@ -63,6 +67,29 @@ def run_outcomes(
             )
         )
     return outcomes
+
+
+def record_passed_rerun(
+    payload: dict[str, Any],
+    settings: Settings,
+    store: Store,
+    options: ClientOptions | None = None,
+) -> int:
+    """A "passed" job (a run that succeeded): when an earlier attempt of the run was triaged,
+    record this attempt's jobs (two calls: the run, its job list); how many were recorded."""
+    repo, run_id, attempt = (
+        str(payload["repo"]),
+        int(payload["run_id"]),
+        int(payload["run_attempt"]),
+    )
+    if store.failures.run(repo, run_id) is None:
+        return 0  # never triaged: nothing of it is in the history to prove or disprove
+    earlier = store.outcomes.of_run(repo, run_id)
+    pr_number = next((o.pr_number for o in earlier if o.pr_number is not None), None)
+    with client_for_job(settings, payload, options) as client:
+        run = client.get_run(repo, run_id)
+        listed = client.list_jobs(repo, run_id, attempt)
+    return store.outcomes.record(run_outcomes(run, attempt, listed.jobs, None, pr_number))
 
 
 def failure_of(result: JobResult) -> dict[str, Any]:
