@@ -91,6 +91,10 @@ def revision_of(url: str) -> str | None:
         engine.dispose()
 
 
+def test_head_is_the_newest_revision_alembic_finds() -> None:
+    assert migrate.head() == migrate.script_head() == "0002"
+
+
 def test_an_empty_database_is_made_at_the_head_and_matches_schema_py(db_url: str) -> None:
     Store(db_url).close()
     assert revision_of(db_url) == migrate.head() == "0002"

@@ -6,11 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sqlalchemy.exc import SQLAlchemyError
-
 from triage_bot.config import environment, load_settings
-from triage_bot.store import migrate
-from triage_bot.store.store import make_engine
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -32,6 +28,12 @@ def add_db_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
 
 
 def upgrade_database(_args: argparse.Namespace) -> int:
+    # Imported here: the database's modules would slow every other command's start.
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from triage_bot.store import migrate
+    from triage_bot.store.store import make_engine
+
     url = load_settings(environment()).database_url
     engine = make_engine(url)
     try:
