@@ -153,6 +153,18 @@ def test_an_upgrade_at_the_head_changes_nothing(db_url: str) -> None:
     assert (again.before, again.after, again.changed) == ("0002", "0002", False)
 
 
+def test_a_database_from_a_newer_release_is_refused_with_its_revision(db_url: str) -> None:
+    Store(db_url).close()
+    engine = make_engine(db_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(sa.text("UPDATE alembic_version SET version_num = '0099'"))
+        with pytest.raises(migrate.UnknownRevision, match="revision 0099, which this release"):
+            migrate.upgrade(engine)
+    finally:
+        engine.dispose()
+
+
 @pytest.mark.parametrize("legacy", [False, True], ids=["empty", "legacy"])
 def test_processes_starting_together_all_open_the_database(db_url: str, legacy: bool) -> None:
     if legacy:

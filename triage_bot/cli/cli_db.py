@@ -38,7 +38,7 @@ def upgrade_database(_args: argparse.Namespace) -> int:
     engine = make_engine(url)
     try:
         done = migrate.upgrade(engine)
-    except SQLAlchemyError as exc:
+    except (SQLAlchemyError, migrate.UnknownRevision) as exc:
         print(f"triage-bot: database: {exc}".splitlines()[0], file=sys.stderr)
         return EXIT_FAILED
     finally:

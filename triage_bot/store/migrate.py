@@ -39,6 +39,16 @@ SCHEMA_LOCK_KEY = 0x7472_6961_6765
 _LEGACY_MARK = "deliveries"
 
 
+class UnknownRevision(RuntimeError):
+    """The database is at a revision this release does not have (a newer one migrated it)."""
+
+    def __init__(self, revision: str | None, error: Exception) -> None:
+        super().__init__(
+            f"the database's schema is at revision {revision}, which this release of "
+            f"triage-bot does not know (newest: {HEAD}); run the release that made it ({error})"
+        )
+
+
 @dataclass(frozen=True)
 class Upgrade:
     """What an upgrade found and left: the revisions before and after (None: no
@@ -108,12 +118,16 @@ def upgrade_locked(connection: Connection) -> Upgrade:
     if before == head():
         return Upgrade(before, before)
     from alembic import command
+    from alembic.util import CommandError
 
     config = alembic_config(connection)
     if legacy:
         log.info("database made before migrations: taking it to the baseline %s", BASELINE)
         command.upgrade(config, BASELINE)
-    command.upgrade(config, "head")
+    try:
+        command.upgrade(config, "head")
+    except CommandError as error:  # a revision we do not have: a newer release's
+        raise UnknownRevision(before, error) from error
     after = current(connection)
     assert after is not None
     log.info("database schema upgraded from %s to %s", before or "nothing", after)
