@@ -218,7 +218,7 @@ def test_the_wheel_carries_the_migrations(tmp_path: Path) -> None:
     zipfile.ZipFile(wheel).extractall(unpacked)
     probe = (
         "import sys; from triage_bot.store import migrate, store; "
-        "s = store.Store(sys.argv[1]); print(migrate.MIGRATIONS, migrate.head())"
+        "s = store.Store(sys.argv[1]); print(migrate.MIGRATIONS, migrate.script_head())"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe, f"sqlite:///{tmp_path / 'w.db'}"],
