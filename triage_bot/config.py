@@ -50,6 +50,9 @@ DEFAULT_GITHUB_BACKOFF_MAX = 30.0
 # logs before classifying without them, and the disk its cache of passing logs may take.
 DEFAULT_COMPARE_TIMEOUT = 60.0  # seconds
 DEFAULT_COMPARE_CACHE_BYTES = 1024 * 1024 * 1024
+# How long the outcome of each triaged job is kept (store/job_outcomes.py); the worker prunes
+# older ones (TRIAGE_HISTORY_DAYS).
+DEFAULT_HISTORY_DAYS = 90.0
 # Where the comment's "how signatures work" and "Add a signature" links go (TRIAGE_CATALOG_URL):
 # the same as core/render.CATALOG_URL, which config may not import (tests/test_config.py checks).
 DEFAULT_CATALOG_URL = "https://github.com/triage-bot/triage-bot/blob/main/patterns/README.md"
@@ -89,6 +92,7 @@ class Settings:
     compare_timeout: float = DEFAULT_COMPARE_TIMEOUT
     compare_cache_bytes: int = DEFAULT_COMPARE_CACHE_BYTES
     catalog_url: str = DEFAULT_CATALOG_URL
+    history_days: float = DEFAULT_HISTORY_DAYS
 
     @property
     def has_app_credentials(self) -> bool:
@@ -161,6 +165,7 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
         compare_timeout=_positive(env, "TRIAGE_COMPARE_TIMEOUT", DEFAULT_COMPARE_TIMEOUT),
         compare_cache_bytes=_size(env, "TRIAGE_COMPARE_CACHE_BYTES", DEFAULT_COMPARE_CACHE_BYTES),
         catalog_url=_http_url(env, "TRIAGE_CATALOG_URL", DEFAULT_CATALOG_URL),
+        history_days=_positive(env, "TRIAGE_HISTORY_DAYS", DEFAULT_HISTORY_DAYS),
     )
 
 

@@ -24,6 +24,7 @@ from triage_bot.commands.command_job import command_job
 from triage_bot.config import Settings, environment, load_settings
 from triage_bot.github_api.github import ClientOptions, GitHubStatusError, RateLimited
 from triage_bot.store.store import Store
+from triage_bot.triage.outcomes import record_passed_rerun
 from triage_bot.triage.pipeline import triage_job
 from triage_bot.triage.sticky_comment import outdated_job, passed_job
 
@@ -86,6 +87,7 @@ def handle_job(
         if payload.get("kind") == "outdated":
             return outdated_job(payload, settings, store, dry_run=dry_run, options=options)
         if payload.get("kind") == "passed":
+            record_passed_rerun(payload, settings, store, options)  # the flaky rules' proof
             return passed_job(payload, settings, store, dry_run=dry_run, options=options)
         if payload.get("kind") == "command":
             return command_job(payload, settings, store, dry_run=dry_run, options=options)

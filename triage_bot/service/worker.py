@@ -11,17 +11,23 @@ from __future__ import annotations
 
 import logging
 import threading
+from datetime import timedelta
 from typing import Any
 
 from huey.consumer import Consumer  # type: ignore[import-untyped]
 
-from triage_bot.config import Settings, configure_logging
+from triage_bot.config import DEFAULT_HISTORY_DAYS, Settings, configure_logging
 from triage_bot.service.handler import Handler
 from triage_bot.service.queue import JobQueue, QueueOptions
+from triage_bot.store import schema
 from triage_bot.store.store import Store
 from triage_bot.triage.run import warm_up
 
 log = logging.getLogger(__name__)
+
+# Job outcomes older than the retention deleted per sweep: a short write each time, and still
+# some 5 million a day at the sweep's 15 s.
+PRUNE_BATCH = 1000
 
 
 def consumer_options(queue: JobQueue, workers: int) -> dict[str, Any]:
@@ -39,8 +45,15 @@ def consumer_options(queue: JobQueue, workers: int) -> dict[str, Any]:
     }
 
 
+def prune_history(queue: JobQueue, batch: int = PRUNE_BATCH) -> int:
+    """Delete up to `batch` job outcomes older than TRIAGE_HISTORY_DAYS; how many."""
+    days = queue.settings.history_days if queue.settings is not None else DEFAULT_HISTORY_DAYS
+    return queue.store.outcomes.prune(schema.now() - timedelta(days=days), batch)
+
+
 class Sweeper:
-    """Runs JobQueue.sweep at start and then every sweep_interval seconds, in a daemon thread."""
+    """Runs JobQueue.sweep at start and then every sweep_interval seconds, in a daemon thread,
+    and prunes a batch of job outcomes past their retention each time."""
 
     def __init__(self, queue: JobQueue) -> None:
         self.queue = queue
@@ -61,6 +74,10 @@ class Sweeper:
                 self.queue.sweep()
             except Exception:  # the database or queue is down: try again next round
                 log.exception("job sweep failed")
+            try:
+                prune_history(self.queue)
+            except Exception:  # the history waits: the triages do not need it pruned
+                log.exception("pruning the job outcomes failed")
             if self._stop.wait(self.queue.options.sweep_interval):
                 return
 

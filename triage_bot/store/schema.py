@@ -195,6 +195,38 @@ comment_sections = Table(
     Index("ix_comment_sections_head", "repo", "head_sha", "workflow"),
 )
 
+# Every job of every triaged run, passing or failing (triage_bot.store.job_outcomes): what the
+# flaky rules (triage_bot.store.flaky) and the history read. One row a job of a run attempt.
+# Made by migration 0002 (migrations/versions/): a change here needs a new revision there.
+job_outcomes = Table(
+    "job_outcomes",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer(), "sqlite"), primary_key=True),
+    Column("repo", String(255), nullable=False),
+    Column("run_id", BigInteger, nullable=False),
+    Column("run_attempt", BigInteger, nullable=False),
+    Column("job_id", BigInteger, nullable=False),
+    Column("workflow", String(255)),  # the workflow's name
+    Column("workflow_id", BigInteger),
+    Column("job_name", String(400), nullable=False),  # without matrix values and shard number
+    Column("job_full_name", String(400), nullable=False),  # as GitHub names it: one shard
+    Column("conclusion", String(32), nullable=False),  # GitHub's: success, failure, ...
+    Column("signature", String(255)),  # the root cause's signature; None: passed, unexplained
+    Column("captures", JSON),  # the root cause's `group_by` captures, by name
+    Column("failure_key", String(400)),  # captures as a JSON list, or the normalised best line
+    Column("commit_sha", String(64), nullable=False),
+    Column("tree_sha", String(64)),  # the commit's tree: the same code under another commit
+    Column("branch", String(255)),  # the run's head branch
+    Column("pr_number", BigInteger),  # the pull request triaged; None: a branch's own run
+    Column("url", String(500)),  # the job on GitHub
+    Column("finished_at", UTCDateTime(), nullable=False),
+    Column("recorded_at", UTCDateTime(), nullable=False),
+    UniqueConstraint("repo", "run_id", "run_attempt", "job_id", name="uq_job_outcomes_job"),
+    Index("ix_job_outcomes_key", "repo", "failure_key"),
+    Index("ix_job_outcomes_commit", "repo", "commit_sha"),
+    Index("ix_job_outcomes_finished", "finished_at"),
+)
+
 # The job ledger: every queued job has a row here before it is pushed to huey, so a job that
 # a killed worker had popped can be found and pushed again (see triage_bot.service.queue).
 jobs = Table(

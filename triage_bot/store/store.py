@@ -3,8 +3,8 @@
 Store is the one object callers hold. Its methods keep the deliveries, the installations,
 each run attempt's triage, what we know of each sticky comment, and the locks and claims
 through which workers coordinate; the jobs, failures and comment sections are parts of it
-(store.jobs, store.failures, store.sections: ledger.py, failure_records.py,
-comment_sections.py).
+(store.jobs, store.failures, store.outcomes, store.sections: ledger.py,
+failure_records.py, job_outcomes.py, comment_sections.py).
 
 Concurrency, which matters because several servers and workers may share one database:
 - A delivery is accepted once: its id is the primary key of `deliveries`, the insert either
@@ -53,7 +53,6 @@ from sqlalchemy import (
     event,
     insert,
     select,
-    text,
     update,
 )
 from sqlalchemy.engine import make_url
@@ -61,9 +60,10 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from triage_bot.config import normalize_database_url
-from triage_bot.store import schema
+from triage_bot.store import migrate, schema
 from triage_bot.store.comment_sections import CommentSections
 from triage_bot.store.failure_records import FailureRecords
+from triage_bot.store.job_outcomes import JobOutcomes
 from triage_bot.store.ledger import JobLedger, NewJob
 from triage_bot.store.schema import (
     claims,
@@ -162,10 +162,6 @@ class LockTimeout(TimeoutError):
     """A lock (the comment lock, say) stayed taken for longer than the caller would wait."""
 
 
-# PostgreSQL's advisory lock id for creating the tables (any number no other lock uses).
-SCHEMA_LOCK_KEY = 0x7472_6961_6765
-
-
 @contextmanager
 def under_job_lease(job_id: str, claim: str) -> Iterator[None]:
     """Locks taken inside are the job's: free once its lease (held by `claim`) is not live."""
@@ -229,19 +225,17 @@ class Store:
         )
         self.jobs = JobLedger(self.engine)
         self.failures = FailureRecords(self.engine)
+        self.outcomes = JobOutcomes(self.engine)
         self.sections = CommentSections(self.engine)
         if create:
             self._create_tables()
 
     def _create_tables(self) -> None:
-        """Create the missing tables, one process at a time: a server and its workers started
-        together on an empty database would otherwise all see no table and all CREATE it, and
-        PostgreSQL refuses the second (duplicate key in pg_type). Its DDL is transactional, so
-        a transaction-scoped advisory lock serialises them; SQLite's BEGIN IMMEDIATE does."""
-        with self.engine.begin() as conn:
-            if self.dialect == "postgresql":
-                conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
-            schema.metadata.create_all(conn)
+        """Bring the schema to the newest migration, one process at a time (migrate.py): a
+        server and its workers started together on an empty database would otherwise all see
+        no table and all CREATE it, and PostgreSQL refuses the second (duplicate key in
+        pg_type)."""
+        migrate.upgrade(self.engine)
 
     @property
     def dialect(self) -> str:

@@ -13,24 +13,23 @@ footer, that the comparison could not be made.
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from triage_bot.config import Settings
 from triage_bot.core.classify import CompiledCatalog
 from triage_bot.core.render import render_comment_section
 from triage_bot.core.report import BaseRun, Group, Report
-from triage_bot.github_api.github import GitHubClient, WorkflowRun
+from triage_bot.github_api.github import GitHubClient, WorkflowJob, WorkflowRun
 from triage_bot.store.failure_records import JobFailure, TriagedRun
 from triage_bot.store.store import Store
+from triage_bot.triage.outcomes import captures_key, run_outcomes
 from triage_bot.triage.run import triage_run
 from triage_bot.triage.same_job import base_job_name, base_runs
 
 log = logging.getLogger(__name__)
 
-_CAPTURES_KEY_CHARS = 400
 # The conclusions that say whether the base branch fails; a cancelled or skipped run says
 # nothing, so the run before it is looked at instead.
 _DECIDING = frozenset({"success", "failure", "timed_out"})
@@ -43,8 +42,17 @@ BASE_LOCK_TTL = 600.0
 # ---- what a triage leaves behind ------------------------------------------------------------
 
 
-def record_triage(store: Store, repo: str, run: WorkflowRun, attempt: int, report: Report) -> None:
-    """Keep the root cause of each failed job of this attempt, and the run as triaged."""
+def record_triage(
+    store: Store,
+    repo: str,
+    run: WorkflowRun,
+    attempt: int,
+    report: Report,
+    jobs: Sequence[WorkflowJob] = (),
+    pr_number: int | None = None,
+) -> None:
+    """Keep the root cause of each failed job of this attempt, and the run as triaged; and
+    the outcome of each of `jobs` (the attempt's listing), passing or failing (outcomes.py)."""
     failures = [
         JobFailure(
             repo,
@@ -69,10 +77,8 @@ def record_triage(store: Store, repo: str, run: WorkflowRun, attempt: int, repor
         partial_logs=sum(1 for job in report.jobs if job.note),
     )
     store.failures.record(triaged, failures)
-
-
-def captures_key(captures: Iterable[str]) -> str:
-    return json.dumps(list(captures), ensure_ascii=False)[:_CAPTURES_KEY_CHARS]
+    if jobs:
+        store.outcomes.record(run_outcomes(run, attempt, jobs, report, pr_number))
 
 
 # ---- the comparison -------------------------------------------------------------------------
@@ -172,10 +178,12 @@ def base_failures(
                 log.info(
                     "%s: triaging run %d of %s for the comparison", repo, base.id, base.head_branch
                 )
+                listed = client.list_jobs(repo, base.id, attempt)
                 report, _ = triage_run(
-                    client, repo, base.id, attempt, catalog, max_log_bytes=max_log_bytes, run=base
-                )
-                record_triage(store, repo, base, attempt, report)
+                    client, repo, base.id, attempt, catalog,
+                    max_log_bytes=max_log_bytes, run=base, listed=listed,
+                )  # fmt: skip
+                record_triage(store, repo, base, attempt, report, listed.jobs)
                 triaged = _triaged(store, base)
     if triaged is None:
         raise RuntimeError(f"run {base.id} was triaged but its record is not there")

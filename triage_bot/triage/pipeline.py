@@ -75,6 +75,7 @@ def triage_job(
         if skip:
             log.info("run %s of %s: not triaged: %s", run_id, repo, skip)
             return {**summary, "skipped": skip, "comments": []}
+        listed = client.list_jobs(repo, run_id, attempt)  # all of them: the passing recorded too
         report, _ = triage_run(
             client,
             repo,
@@ -86,8 +87,10 @@ def triage_job(
             setup_problems=setup.problems,
             retry_logs=retry_logs,
             compare=compare_with(settings, targets),
+            listed=listed,
         )
-        baseline.record_triage(store, repo, run, attempt, report)
+        pr_number = next((t.number for t in targets), None)
+        baseline.record_triage(store, repo, run, attempt, report, listed.jobs, pr_number)
         bases = (t.base_ref for t in targets if not t.skip)
         compared = baseline.compare(client, store, run, report, bases, setup.catalog, settings)
         if on_report is not None:

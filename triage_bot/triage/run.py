@@ -20,7 +20,13 @@ from triage_bot.core.classify_results import JobResult
 from triage_bot.core.log_tail import tail_note
 from triage_bot.core.render import render_comment
 from triage_bot.core.report import Job, Report, build_report
-from triage_bot.github_api.github import GitHubClient, LogOutcome, WorkflowRun, tls_context
+from triage_bot.github_api.github import (
+    GitHubClient,
+    LogOutcome,
+    RunJobs,
+    WorkflowRun,
+    tls_context,
+)
 from triage_bot.github_api.github import WorkflowJob as GitHubJob
 from triage_bot.github_api.outage import check_log
 from triage_bot.repo.repo_catalog import builtin_catalog
@@ -59,13 +65,15 @@ def triage_run(
     setup_problems: Sequence[str] = (),
     retry_logs: bool = False,
     compare: CompareWith | None = None,
+    listed: RunJobs | None = None,
 ) -> tuple[Report, str]:
     """Triage one attempt of a run (None: the latest); the report and the comment's body.
     `setup_problems`: what is wrong with the repository's config, for the footer. `compare`:
     compare each failed job with its passing reference (reference.py), looked up and
-    downloaded while the failing logs stream; None: compare with nothing."""
+    downloaded while the failing logs stream; None: compare with nothing. `listed`: the
+    attempt's jobs when the caller has them already (it records the passing ones too)."""
     run = run or client.get_run(repo, run_id)
-    listed = client.list_jobs(repo, run_id, attempt)
+    listed = listed or client.list_jobs(repo, run_id, attempt)
     references = (
         References(client, run, listed.failed, compare, catalog)
         if compare and listed.failed
