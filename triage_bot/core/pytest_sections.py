@@ -1,0 +1,210 @@
+"""pytest's failure sections, remembered as a log streams, so that a short test summary line
+(`FAILED tests/x.py::test_y - AssertionError: ...`) can show the lines that explain it.
+
+pytest prints a failing test's explanation in the test's own section, far above the summary:
+
+    ____________________ TestOrders.test_refund[eur] ____________________
+    [gw0] linux -- Python 3.12.3 /usr/bin/python          (xdist only)
+        def test_refund(self):
+    >       assert refund(order) == 200
+    E       assert 402 == 200
+    E        +  where 402 = refund(<Order 7>)
+
+    tests/test_orders.py:41: AssertionError
+
+The summary line names the test and repeats the first `E` line at most; a reviewer needs the
+`E` lines (the values compared, the exception's message) and the `>` line above them. The
+classifier hands this module the lines that look like a section's header (`__ name __`) or
+an `E` line, in log order; it keeps, per test, the last run of `E` lines of its section with
+the lines around it, and gives them back as a Window for a summary line that names the test.
+Every layout reads alike once the classifier has normalised a line (GitHub's timestamps and
+colour codes gone): long and short tracebacks, `-v`/`-q`, xdist's `[gwN]` line under the
+header, setup and teardown errors (`ERROR at setup of test_y`). A traceback printed without
+`E` lines (`--tb=native`, `--tb=line`, `--tb=no`) leaves nothing to show: the summary line
+stays the evidence.
+
+Memory is bounded: the first MAX_TESTS tests seen with `E` lines (the classifier keeps at most
+classify.MAX_DISTINCT_MATCHES failures, and summary lines come in the sections' order), the
+last WINDOWS_PER_TEST sections of each (a name shared by two files, a test re-run), each of at
+most BEFORE + 1 + AFTER lines of logs.MAX_EVIDENCE_CHARS: about 2 MB at worst.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass, field
+
+from triage_bot.core.classify_results import Window
+
+# The literal triggers of the lines looked at: an `E` line, and a section header's rule
+# (`_ name _` is a header whose name fills the terminal's width).
+E_LINE_TRIGGER = b"E   "
+HEADER_TRIGGER = b"_ "
+TRIGGERS = (E_LINE_TRIGGER, HEADER_TRIGGER)
+
+MAX_TESTS = 128
+WINDOWS_PER_TEST = 2
+# Lines kept above the first `E` line (the `>` line and the rest of its statement; the
+# section's header is not crossed) and below it (the other `E` lines, then pytest's
+# `path.py:NN: ErrorType`).
+BEFORE = 8
+AFTER = 16
+# Lines shown above the `E` lines when no `>` line marks the failing statement (`--tb=short`:
+# `tests/x.py:12: in test_y` and the statement).
+BEFORE_WITHOUT_MARK = 2
+# A run of `E` lines ends where this many lines hold none (pytest prints a run without a gap;
+# an `E` line whose trailing blanks a tool stripped is not found, and must not start another).
+RUN_GAP = 3
+
+# `____ name ____`; not the `_ _ _ _` rule between a long traceback's frames.
+_HEADER = re.compile(r"^_+ (?P<title>\S.*?) _+$")
+_FRAME_RULE = re.compile(r"^[_ ]+$")
+_E_LINE = re.compile(r"^E(?: |$)")
+# pytest's last line of a failure: where it was raised, `tests/x.py:41: TypeError`.
+_LOCATION = re.compile(r"^\S+:\d+: \S")
+# A short test summary line: FAILED (a test's body) or ERROR (its setup or teardown).
+_SUMMARY = re.compile(r"^(?P<kind>FAILED|ERROR) (?P<file>[^\s:]+\.py)::(?P<name>\S.*?)(?: - .*)?$")
+_ERROR_HEADER = re.compile(r"^ERROR at (?:setup|teardown) of (?P<name>.+)$")
+_DOCTEST = "[doctest] "
+
+
+@dataclass
+class _Run:
+    """A run of `E` lines in one test's section, as it was read."""
+
+    line: int  # the first `E` line's number
+    before: list[str]
+    text: str
+    after: list[str]
+    last_e: int  # the number of the last `E` line seen
+    pending: int = 0  # lines after still to come (the block ended)
+    longer: bool = False  # `E` lines went on past the lines kept
+
+
+@dataclass
+class _Section:
+    key: tuple[str, str]  # (FAILED or ERROR, the test's name as its header shows it)
+    header_line: int
+    run: _Run | None = None
+
+
+@dataclass
+class PytestSections:
+    """What a job's log said in its pytest sections, as far as it was read."""
+
+    _section: _Section | None = None
+    _runs: dict[tuple[str, str], deque[_Run]] = field(default_factory=dict)
+    _pending: list[_Run] = field(default_factory=list)
+
+    def header(self, number: int, text: str) -> bool:
+        """Whether line `number` (`text`, normalised) starts a test's section."""
+        found = _HEADER.match(text)
+        if found is None or _FRAME_RULE.match(found["title"]):
+            return False
+        self._section = _Section(_section_key(found["title"]), number)
+        return True
+
+    def e_line(self, number: int, text: str) -> int | None:
+        """Take line `number` if it is an `E` line of a test's section; when it starts a run
+        of them, how many lines above it to keep (then start_run), else None."""
+        section = self._section
+        if section is None or not _E_LINE.match(text):
+            return None
+        run = section.run
+        if run is not None and number - run.last_e <= RUN_GAP:
+            # The same run goes on; past the lines kept below its first line, it is cut.
+            run.longer = run.longer or number > run.line + AFTER
+            run.last_e = number
+            return None
+        return min(BEFORE, number - section.header_line - 1)
+
+    def start_run(self, number: int, text: str, before: list[str], after: list[str]) -> None:
+        """The first `E` line of a run (its text, the lines around it read so far): the
+        section's last run is the one kept (a chained exception's final one, as the summary
+        line's reason is)."""
+        section = self._section
+        if section is None:
+            return
+        run = _Run(number, before, text, after, number, pending=AFTER - len(after))
+        section.run = run
+        if run.pending:
+            self._pending.append(run)
+        runs = self._runs.get(section.key)
+        if runs is None:
+            if len(self._runs) >= MAX_TESTS:
+                return
+            runs = self._runs[section.key] = deque(maxlen=WINDOWS_PER_TEST)
+        if runs and runs[-1].line >= section.header_line:
+            runs[-1] = run  # another run of the same section replaces the one before
+        else:
+            runs.append(run)
+
+    def fill_after(self, lines: list[str]) -> None:
+        """The first lines of the next block, for the runs that reached a block's end."""
+        for run in self._pending:
+            run.after.extend(lines[: run.pending])
+            run.pending = max(0, run.pending - len(lines))
+        self._pending = [run for run in self._pending if run.pending]
+
+    @property
+    def wants_after(self) -> int:
+        """How many lines of the next block the pending runs want."""
+        return max((run.pending for run in self._pending), default=0)
+
+    def window_for(self, summary: str) -> Window | None:
+        """The `E` lines of the test a short test summary line names, or None (not such a
+        line, or its section printed none)."""
+        found = _SUMMARY.match(summary)
+        if found is None:
+            return None
+        runs = self._runs.get((found["kind"], _test_name(found["name"])))
+        if not runs:
+            return None
+        return _window(_pick(runs, found["file"]))
+
+
+def _section_key(title: str) -> tuple[str, str]:
+    error = _ERROR_HEADER.match(title)
+    if error is not None:
+        return "ERROR", error["name"]
+    return "FAILED", title.removeprefix(_DOCTEST)
+
+
+def _test_name(nodeid_tail: str) -> str:
+    """The name a section's header shows for a test id's part after `file.py::`:
+    `TestA::test_b[x::y]` -> `TestA.test_b[x::y]` (a parameter's id is left as it is)."""
+    head, bracket, params = nodeid_tail.partition("[")
+    return head.replace("::", ".") + bracket + params
+
+
+def _pick(runs: deque[_Run], file: str) -> _Run:
+    """Of a name's sections, the last one whose location line names the summary's file
+    (two files may hold a test of the same name), else the last one."""
+    for run in reversed(runs):
+        if any(line.split(":", 1)[0].endswith(file) for line in _location_lines(run)):
+            return run
+    return runs[-1]
+
+
+def _location_lines(run: _Run) -> list[str]:
+    return [line for line in run.after if _LOCATION.match(line)]
+
+
+def _window(run: _Run) -> Window:
+    """The run as evidence: from the `>` line (the failing statement) down to the last `E`
+    line and pytest's location line below it."""
+    marks = [at for at, line in enumerate(run.before) if line.startswith(">")]
+    before = run.before[marks[-1] :] if marks else run.before[-BEFORE_WITHOUT_MARK:]
+    after: list[str] = []
+    for line in run.after:
+        if _E_LINE.match(line):
+            after.append(line)
+            continue
+        if _LOCATION.match(line) and not run.longer:
+            after.append(line)
+        if line.strip():
+            break
+    if run.longer:
+        after.append("…")  # more `E` lines than were kept
+    return Window(run.line, list(before), run.text, after)
