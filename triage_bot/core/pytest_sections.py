@@ -50,6 +50,10 @@ WINDOWS_PER_TEST = 2
 # `path.py:NN: ErrorType`).
 BEFORE = 8
 AFTER = 16
+# At most this many lines are shown (the comment's evidence windows keep to it), of them
+# at most MARKED_BEFORE from the `>` line down (a statement spread over lines).
+MAX_LINES = 16
+MARKED_BEFORE = 3
 # Lines shown above the `E` lines when no `>` line marks the failing statement (`--tb=short`:
 # `tests/x.py:12: in test_y` and the statement).
 BEFORE_WITHOUT_MARK = 2
@@ -192,19 +196,22 @@ def _location_lines(run: _Run) -> list[str]:
 
 
 def _window(run: _Run) -> Window:
-    """The run as evidence: from the `>` line (the failing statement) down to the last `E`
-    line and pytest's location line below it."""
+    """The run as evidence, in at most MAX_LINES lines: from the `>` line (the failing
+    statement) down to the `E` lines and pytest's location line below them; `E` lines past
+    the room left are cut, with a marker, and the location line is kept."""
     marks = [at for at, line in enumerate(run.before) if line.startswith(">")]
-    before = run.before[marks[-1] :] if marks else run.before[-BEFORE_WITHOUT_MARK:]
-    after: list[str] = []
+    before = run.before[marks[-1] :][:MARKED_BEFORE] if marks else run.before[-BEFORE_WITHOUT_MARK:]
+    explanation: list[str] = []
+    location: list[str] = []
     for line in run.after:
         if _E_LINE.match(line):
-            after.append(line)
+            explanation.append(line)
             continue
-        if _LOCATION.match(line) and not run.longer:
-            after.append(line)
+        if _LOCATION.match(line):
+            location.append(line)
         if line.strip():
             break
-    if run.longer:
-        after.append("…")  # more `E` lines than were kept
-    return Window(run.line, list(before), run.text, after)
+    room = MAX_LINES - len(before) - 1 - len(location)
+    if run.longer or len(explanation) > room:
+        explanation = [*explanation[: room - 1], "…"]  # more `E` lines than are shown
+    return Window(run.line, list(before), run.text, explanation + location)
