@@ -21,6 +21,7 @@ from triage_bot.core.classify_results import JobResult, Match
 from triage_bot.core.logs import normalise
 from triage_bot.core.render import render_comment, render_text
 from triage_bot.core.report import build_report, report_json
+from triage_bot.triage.check_run import annotations_for
 
 LOGS = Path(__file__).resolve().parent / "pytest_logs"
 ROOT = Path(__file__).resolve().parents[2]
@@ -211,3 +212,15 @@ def test_a_secret_in_an_e_line_is_redacted() -> None:
     assert token not in str(report_json(report))
     assert token not in render_comment(report)
     assert token not in render_text(report)
+
+
+def test_the_check_run_annotates_the_line_the_e_lines_name() -> None:
+    """The check run's annotations come from the evidence shown: pytest's `file.py:NN:` line
+    under the `E` lines puts one at the failing assertion (the summary line names no line)."""
+    log = real_log(LOGS / "gha-quiet-assert-false.log")
+    report = build_report([run_log(log)])
+    found = annotations_for(report, "yalcinkadir/institutional-trading-engine", lambda _: True)
+    assert [(a["path"], a["start_line"]) for a in found] == [
+        ("tests/test_daily_execution_reconciliation.py", 78)
+    ]
+    assert found[0]["message"].startswith("E       AssertionError: assert False")
