@@ -14,9 +14,10 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers import EXAMPLES, run_log
+from helpers import EXAMPLES, compiled, run_log
 
 from triage_bot.core import classify, pytest_sections
+from triage_bot.core.classify import JobClassifier
 from triage_bot.core.classify_results import JobResult, Match
 from triage_bot.core.logs import normalise
 from triage_bot.core.render import render_comment, render_text
@@ -164,24 +165,26 @@ def test_the_window_is_the_same_however_the_log_is_cut_into_blocks(
 
 
 def test_memory_is_bounded_by_tests_and_sections() -> None:
-    """Sections of more tests than are kept, and more sections of one test than are kept."""
-    section = real_log(LOGS / "gha-quiet-assert-false.log").split("\n")[3:17]
-    header = normalise(section[0].encode())[1]
-    name = header.strip("_ ")
-    log = []
-    for number in range(pytest_sections.MAX_TESTS + 20):
-        log += [line.replace(name, f"{name}_{number}") for line in section]
-    log += section * (pytest_sections.WINDOWS_PER_TEST + 3)
-    result_sections = pytest_sections.PytestSections()
-    for number, line in enumerate(log, start=1):
-        text = normalise(line.encode())[1]
-        if result_sections.header(number, text):
-            continue
-        if result_sections.e_line(number, text) is not None:
-            result_sections.start_run(number, text, [], [])
-    runs = result_sections._runs
+    """Sections of more tests than are kept, and more sections of one test than are kept
+    (the real log's section, its test renamed): the first tests are kept, each's last ones."""
+    log = real_log(LOGS / "gha-quiet-assert-false.log").split("\n")
+    section = log[3:17]
+    name = normalise(section[0].encode())[1].strip("_ ")
+    many = [
+        line.replace(name, f"{name}_{number}")
+        for number in range(pytest_sections.MAX_TESTS + 20)
+        for line in section
+    ]
+    repeated = section * (pytest_sections.WINDOWS_PER_TEST + 3)
+    job = JobClassifier(compiled(), "job")
+    job.feed("\n".join([*many, *repeated, *log[17:]]).encode())
+    result = job.finish()
+    runs = job._pytest._runs
     assert len(runs) == pytest_sections.MAX_TESTS
+    assert ("FAILED", f"{name}_0") in runs and ("FAILED", name) not in runs
     assert all(len(kept) <= pytest_sections.WINDOWS_PER_TEST for kept in runs.values())
+    # The summary line's own test came after the kept ones: its own window is shown.
+    assert summary_matches(result)[0].explanation is None
 
 
 def test_json_text_and_markdown_show_the_same_e_lines() -> None:

@@ -123,7 +123,10 @@ class CompiledCatalog:
             trigger_index(Trigger(t.encode())) for t in ranking.FALLBACK_LITERALS
         )
         # pytest's `E` lines and section headers, for the evidence of its summary lines.
-        self.pytest_marks = frozenset(trigger_index(Trigger(t)) for t in pytest_sections.TRIGGERS)
+        self.pytest_marks = frozenset(
+            [trigger_index(Trigger(t)) for t in pytest_sections.LITERAL_TRIGGERS]
+            + [trigger_index(Trigger(t, is_regex=True)) for t in pytest_sections.REGEX_TRIGGERS]
+        )
         stand_ins = [k.encode() for s in catalog.signatures if s.prefilter for k in s.keywords]
         self.prefilter: Prefilter = build_prefilter(triggers, engine_name, stand_ins)
         self._engine_name = engine_name
@@ -486,8 +489,8 @@ class JobClassifier:
                 return
         if self._pending_after:
             self._fill_pending_after(block)
-        if self._pytest.wants_after:
-            self._pytest.fill_after(lines_after(block, -1, self._pytest.wants_after))
+        if self._pytest.reading:
+            self._pytest.next_block(block)
         # Line start -> the triggers the scan saw in it (None: not known for sure).
         seen: dict[int, set[int] | None] = {}
         for end, index in self._catalog.prefilter.scan_ids(block):
@@ -575,11 +578,15 @@ class JobClassifier:
         the lines around it, for the test's summary line below (pytest_sections.py)."""
         if self._pytest.header(number, text):
             return
-        wanted = self._pytest.e_line(number, text)
-        if wanted is not None:
-            before = self._lines_before(block, start, wanted) if wanted else []
-            after = lines_after(block, end, pytest_sections.AFTER)
-            self._pytest.start_run(number, clip(text), before, after)
+        limit = self._pytest.e_line(number, text)
+        if limit is not None:
+            self._pytest.start_run(
+                number,
+                clip(text),
+                lambda wanted: self._lines_before(block, start, wanted) if wanted else [],
+                limit,
+                (block, end),
+            )
 
     def _in_api_step(self, timestamp: str | None) -> bool:
         if self._api_step is None or timestamp is None:

@@ -33,22 +33,30 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from triage_bot.core.classify_results import Window
+from triage_bot.core.logs import clip, normalise
 
-# The literal triggers of the lines looked at: an `E` line, and a section header's rule
-# (`_ name _` is a header whose name fills the terminal's width).
-E_LINE_TRIGGER = b"E   "
-HEADER_TRIGGER = b"_ "
-TRIGGERS = (E_LINE_TRIGGER, HEADER_TRIGGER)
+# What the prefilter looks for, in the raw bytes, to find the lines looked at: a section's
+# header (`__ name __`; a name that fills the terminal's width has one `_` each side) and an
+# `E` line, each at a line's start: at the block's or after a newline (regex triggers), after
+# a timestamp (GitHub's, `gh run view`'s) or after pytest's colour (bold; red). Not `_ ` and
+# `E   ` alone: `_ ` is in every `_ _ _` rule between a long traceback's frames, dozens of
+# times, and `E   ` brings the colour part `m   ` (engine.colour_parts), in one line of 8.
+# A line whose `E` or `_` follows another prefix (Jenkins' `[time] `) is not found: its
+# summary line keeps its own window.
+LITERAL_TRIGGERS = (b"__ ", b"Z _ ", b"[1m_ ", b"Z E   ", b"[31mE   ")
+REGEX_TRIGGERS = (rb"^_ ", rb"\n_ ", rb"^E   ", rb"\nE   ")
 
 MAX_TESTS = 128
 WINDOWS_PER_TEST = 2
 # Lines kept above the first `E` line (the `>` line and the rest of its statement; the
-# section's header is not crossed) and below it (the other `E` lines, then pytest's
-# `path.py:NN: ErrorType`).
+# section's header is not crossed), FIRST_BEFORE of them at first (more only when no `>`
+# line is among them), and `E` lines below it (then pytest's `path.py:NN: ErrorType`).
 BEFORE = 8
+FIRST_BEFORE = 4
 AFTER = 16
 # At most this many lines are shown (the comment's evidence windows keep to it), of them
 # at most MARKED_BEFORE from the `>` line down (a statement spread over lines).
@@ -80,10 +88,27 @@ class _Run:
     line: int  # the first `E` line's number
     before: list[str]
     text: str
-    after: list[str]
     last_e: int  # the number of the last `E` line seen
-    pending: int = 0  # lines after still to come (the block ended)
+    # The `E` lines below the first, then pytest's location line, as they are read.
+    after: list[str] = field(default_factory=list)
+    reading: bool = True  # the lines below are still read (a block may end first)
+    blanks: int = 0  # blank lines read below the last `E` line
     longer: bool = False  # `E` lines went on past the lines kept
+
+    def take(self, line: str) -> None:
+        """The next line below: another `E` line, the blank line before pytest's location
+        line, the location line (the run's last), or what ends the run."""
+        if _E_LINE.match(line) and not self.blanks:
+            if len(self.after) < AFTER:
+                self.after.append(line)
+                return
+            self.longer = True
+        elif not line.strip() and not self.blanks:
+            self.blanks += 1
+            return
+        elif _LOCATION.match(line):
+            self.after.append(line)
+        self.reading = False
 
 
 @dataclass
@@ -111,29 +136,42 @@ class PytestSections:
 
     def e_line(self, number: int, text: str) -> int | None:
         """Take line `number` if it is an `E` line of a test's section; when it starts a run
-        of them, how many lines above it to keep (then start_run), else None."""
+        of them, at most how many lines above it belong to the section (then start_run),
+        else None."""
         section = self._section
         if section is None or not _E_LINE.match(text):
             return None
         run = section.run
         if run is not None and number - run.last_e <= RUN_GAP:
-            # The same run goes on; past the lines kept below its first line, it is cut.
-            run.longer = run.longer or number > run.line + AFTER
-            run.last_e = number
+            run.last_e = number  # the same run goes on (read already, or cut)
             return None
         return min(BEFORE, number - section.header_line - 1)
 
-    def start_run(self, number: int, text: str, before: list[str], after: list[str]) -> None:
-        """The first `E` line of a run (its text, the lines around it read so far): the
-        section's last run is the one kept (a chained exception's final one, as the summary
-        line's reason is)."""
+    def start_run(
+        self,
+        number: int,
+        text: str,
+        lines_before: Callable[[int], list[str]],
+        limit: int,
+        below: tuple[bytes, int],
+    ) -> None:
+        """The first `E` line of a run: its text, the lines above it (`lines_before(n)`: the
+        last n, at most `limit`, the section's), and the block it is in with the offset of
+        its end (`below`), where the lines below it are read, in the next block as well
+        when this one ends first. The section's last run is the one kept (a chained
+        exception's final one, as the summary line's reason is)."""
         section = self._section
         if section is None:
             return
-        run = _Run(number, before, text, after, number, pending=AFTER - len(after))
-        section.run = run
-        if run.pending:
+        # Decoding costs: a few lines up hold the `>` line, most often.
+        before = lines_before(min(limit, FIRST_BEFORE))
+        if limit > FIRST_BEFORE and not any(line.startswith(">") for line in before):
+            before = lines_before(limit)
+        run = _Run(number, before, text, number)
+        _read_below(run, *below)
+        if run.reading:
             self._pending.append(run)
+        section.run = run
         runs = self._runs.get(section.key)
         if runs is None:
             if len(self._runs) >= MAX_TESTS:
@@ -144,17 +182,16 @@ class PytestSections:
         else:
             runs.append(run)
 
-    def fill_after(self, lines: list[str]) -> None:
-        """The first lines of the next block, for the runs that reached a block's end."""
+    def next_block(self, block: bytes) -> None:
+        """The next block of lines, for the runs whose lines below went on past a block."""
         for run in self._pending:
-            run.after.extend(lines[: run.pending])
-            run.pending = max(0, run.pending - len(lines))
-        self._pending = [run for run in self._pending if run.pending]
+            _read_below(run, block, -1)
+        self._pending = [run for run in self._pending if run.reading]
 
     @property
-    def wants_after(self) -> int:
-        """How many lines of the next block the pending runs want."""
-        return max((run.pending for run in self._pending), default=0)
+    def reading(self) -> bool:
+        """Whether a run's lines below go on in the next block."""
+        return bool(self._pending)
 
     def window_for(self, summary: str) -> Window | None:
         """The `E` lines of the test a short test summary line names, or None (not such a
@@ -166,6 +203,17 @@ class PytestSections:
         if not runs:
             return None
         return _window(_pick(runs, found["file"]))
+
+
+def _read_below(run: _Run, block: bytes, end: int) -> None:
+    """Read the lines of `block` after offset `end` (a newline; -1: from its start) into
+    `run`, one at a time, while the run takes them."""
+    begin = end + 1
+    while run.reading and begin < len(block):
+        stop = block.find(b"\n", begin)
+        stop = len(block) if stop < 0 else stop
+        run.take(clip(normalise(block[begin:stop])[1]))
+        begin = stop + 1
 
 
 def _section_key(title: str) -> tuple[str, str]:
@@ -201,16 +249,8 @@ def _window(run: _Run) -> Window:
     the room left are cut, with a marker, and the location line is kept."""
     marks = [at for at, line in enumerate(run.before) if line.startswith(">")]
     before = run.before[marks[-1] :][:MARKED_BEFORE] if marks else run.before[-BEFORE_WITHOUT_MARK:]
-    explanation: list[str] = []
-    location: list[str] = []
-    for line in run.after:
-        if _E_LINE.match(line):
-            explanation.append(line)
-            continue
-        if _LOCATION.match(line):
-            location.append(line)
-        if line.strip():
-            break
+    explanation = [line for line in run.after if _E_LINE.match(line)]
+    location = [line for line in run.after if not _E_LINE.match(line)]
     room = MAX_LINES - len(before) - 1 - len(location)
     if run.longer or len(explanation) > room:
         explanation = [*explanation[: room - 1], "…"]  # more `E` lines than are shown
