@@ -26,7 +26,8 @@ from triage_bot.triage.check_run import annotations_for
 
 LOGS = Path(__file__).resolve().parent / "pytest_logs"
 ROOT = Path(__file__).resolve().parents[2]
-SUMMARY = re.compile(r"^FAILED (?P<file>[^\s:]+\.py)::(?P<name>\S.*?)(?: - .*)?$")
+SUMMARY = re.compile(r"^(?P<kind>FAILED|ERROR) (?P<file>[^\s:]+\.py)::(?P<name>\S.*?)(?: - .*)?$")
+SUMMARY_SIGNATURES = {"python-pytest-failed", "python-pytest-test-error"}
 LOCATION = re.compile(r"^\S+\.py:\d+: \w+")
 # No evidence window may grow past this (as tests/core/test_evidence_windows.py holds).
 MOST_EVIDENCE_LINES = 16
@@ -38,6 +39,8 @@ REAL_LOGS = [
     LOGS / "gha-class-long-diff.log",
     # xdist's `[gwN]` line, long tracebacks with `_ _ _` rules, two summary lines.
     LOGS / "xdist-long-traceback.log",
+    # Errors at setup (`ERROR ...::test` lines, no reason), parametrized tests.
+    LOGS / "setup-errors-parametrized.log",
 ]
 
 
@@ -52,9 +55,11 @@ def plain_lines(log: str) -> list[str]:
     return [normalise(line.encode())[1] for line in log.split("\n")]
 
 
-def first_e_line(lines: list[str], name: str) -> int:
-    """The number (1-based) of the first `E` line in the section headed `name`."""
-    header = re.compile(rf"^_+ {re.escape(name)} _+$")
+def first_e_line(lines: list[str], name: str, kind: str = "FAILED") -> int:
+    """The number (1-based) of the first `E` line in the section of test `name` (of its
+    setup or teardown, for an ERROR)."""
+    title = re.escape(name) if kind == "FAILED" else rf"ERROR at \w+ of {re.escape(name)}"
+    header = re.compile(rf"^_+ {title} _+$")
     start = next(at for at, line in enumerate(lines) if header.match(line))
     return next(at for at in range(start, len(lines)) if lines[at].startswith("E ")) + 1
 
@@ -65,9 +70,13 @@ def section_name(test_id: str) -> str:
 
 
 def summary_matches(result: JobResult) -> list[Match]:
-    found = [m for m in result.matches if m.signature.id == "python-pytest-failed"]
+    found = [m for m in result.matches if m.signature.id in SUMMARY_SIGNATURES]
     assert found
     return found
+
+
+def kind(match: Match) -> str:
+    return "FAILED" if match.signature.id == "python-pytest-failed" else "ERROR"
 
 
 @pytest.mark.parametrize("path", REAL_LOGS, ids=lambda p: p.stem)
@@ -76,10 +85,10 @@ def test_summary_line_evidence_is_its_tests_e_lines(path: Path) -> None:
     lines = plain_lines(log)
     result = run_log(log)
     root = result.root_cause
-    assert root is not None and root.signature.id == "python-pytest-failed"
+    assert root is not None and root.signature.id in SUMMARY_SIGNATURES
     for match in summary_matches(result):
         window = match.evidence
-        expected = first_e_line(lines, section_name(match.captures["test"]))
+        expected = first_e_line(lines, section_name(match.captures["test"]), kind(match))
         assert window.line == expected != match.line
         assert window.text == lines[expected - 1]
         assert window.before and window.before[0].startswith(">")  # the failing statement
@@ -108,6 +117,20 @@ def test_a_long_e_diff_is_cut_with_a_marker_and_keeps_the_location() -> None:
     assert window.after[-1] == "tests/test_priority_fixes.py:372: AssertionError"
     shown = [window.text, *window.after[:-2]]
     assert shown == e_lines[: len(shown)]  # the first ones, in order, none skipped
+
+
+def test_a_fixture_error_shows_the_test_above_its_e_line() -> None:
+    """pytest prints a missing fixture's `E` line under the test's `def` line (its `>` lines
+    come below it): the lines above it in the section are shown, and the run ends there."""
+    log = real_log(LOGS / "setup-fixture-not-found.log")
+    lines = plain_lines(log)
+    match = summary_matches(run_log(log))[0]
+    window = match.evidence
+    name = section_name(match.captures["test"])
+    assert window.line == first_e_line(lines, name, "ERROR")
+    assert window.text == "E       fixture 'pool' not found"
+    assert window.before[-1] == "  def test_starmap_error_handling(pool):"
+    assert window.after == []
 
 
 def test_seed_keeps_its_e_line_root_cause() -> None:
@@ -139,7 +162,8 @@ def coloured(log: str) -> str:
         elif (place := re.match(r"^(\S+\.py)(:\d+: \w+.*)$", line)) is not None:
             line = f"\x1b[31m{place[1]}\x1b[0m{place[2]}"
         elif (summary := SUMMARY.match(line)) is not None:
-            line = f"\x1b[31mFAILED\x1b[0m {summary['file']}::\x1b[1m{summary['name']}\x1b[0m"
+            test = f"{summary['file']}::\x1b[1m{summary['name']}\x1b[0m"
+            line = f"\x1b[31m{summary['kind']}\x1b[0m {test}"
         out.append(line)
     return "\n".join(out)
 
