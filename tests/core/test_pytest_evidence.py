@@ -175,6 +175,29 @@ def test_colour_codes_change_nothing(path: Path) -> None:
     assert [m.evidence for m in summary_matches(run_log(coloured(log)))] == plain
 
 
+TIMESTAMP = re.compile(r"^(\d{4}-\d\d-\d\dT[\d:.]+Z) ", re.M)
+# How other CIs (and `gh run view --log`) put their prefix before each line, a GitHub log's
+# timestamp in it: logs.normalise drops each.
+CI_PREFIXES = {
+    "gh-run-view": r"tests\tRun pytest\t\1 ",
+    "jenkins-timestamper": r"[\1] ",
+    "gitlab": r"\1 01O ",
+    "gitlab-continued": r"\1 01O+ ",
+}
+
+
+@pytest.mark.parametrize("prefix", CI_PREFIXES.values(), ids=CI_PREFIXES.keys())
+@pytest.mark.parametrize("path", [LOGS / "gha-class-long-diff.log"], ids=lambda p: p.stem)
+def test_other_ci_line_prefixes_change_nothing(path: Path, prefix: str) -> None:
+    log = real_log(path)
+    assert TIMESTAMP.search(log)
+    github = [m.evidence for m in summary_matches(run_log(log))]
+    other = TIMESTAMP.sub(prefix, log)
+    assert other != log
+    assert [m.evidence for m in summary_matches(run_log(other))] == github
+    assert github[0].line != summary_matches(run_log(log))[0].line  # the E lines were found
+
+
 @pytest.mark.parametrize("path", REAL_LOGS, ids=lambda p: p.stem)
 def test_the_window_is_the_same_however_the_log_is_cut_into_blocks(
     path: Path, monkeypatch: pytest.MonkeyPatch

@@ -42,12 +42,20 @@ from triage_bot.core.logs import clip, normalise
 # What the prefilter looks for, in the raw bytes, to find the lines looked at: a section's
 # header (`__ name __`; a name that fills the terminal's width has one `_` each side) and an
 # `E` line, each at a line's start: at the block's or after a newline (regex triggers), after
-# a timestamp (GitHub's, `gh run view`'s) or after pytest's colour (bold; red). Not `_ ` and
-# `E   ` alone: `_ ` is in every `_ _ _` rule between a long traceback's frames, dozens of
-# times, and `E   ` brings the colour part `m   ` (engine.colour_parts), in one line of 8.
-# A line whose `E` or `_` follows another prefix (Jenkins' `[time] `) is not found: its
-# summary line keeps its own window.
-LITERAL_TRIGGERS = (b"__ ", b"Z _ ", b"[1m_ ", b"Z E   ", b"[31mE   ")
+# a timestamp (GitHub's and `gh run view`'s `...Z `, Jenkins' `[...Z] `, GitLab's `... 01O `
+# or `01O+ `) or after pytest's colour (bold; red). Not `_ ` and `E   ` alone: `_ ` is in
+# every `_ _ _` rule between a long traceback's frames, dozens of times, and `E   ` brings the
+# colour part `m   ` (engine.colour_parts), in one line of 8. A line whose `E` or `_` follows
+# another prefix (a bare clock, BuildKit's `#12 3.456 `) is not found: its summary line keeps
+# its own window.
+_PREFIXES = (b"Z ", b"] ", b"O ", b"+ ")
+LITERAL_TRIGGERS = (
+    b"__ ",
+    b"[1m_ ",
+    b"[31mE   ",
+    *(prefix + b"_ " for prefix in _PREFIXES),
+    *(prefix + b"E   " for prefix in _PREFIXES),
+)
 REGEX_TRIGGERS = (rb"^_ ", rb"\n_ ", rb"^E   ", rb"\nE   ")
 
 MAX_TESTS = 128
