@@ -26,7 +26,8 @@ stays the evidence.
 Memory is bounded: the first MAX_TESTS tests seen with `E` lines (the classifier keeps at most
 classify.MAX_DISTINCT_MATCHES failures, and summary lines come in the sections' order), the
 last WINDOWS_PER_TEST sections of each (a name shared by two files, a test re-run), each of at
-most BEFORE + 1 + AFTER lines of logs.MAX_EVIDENCE_CHARS: about 2 MB at worst.
+most BEFORE + 1 + AFTER + 1 lines of logs.MAX_EVIDENCE_CHARS: about 3 MB at worst. Only the
+lines a run needs are decoded: its first few lines above and its lines below until it ends.
 """
 
 from __future__ import annotations
