@@ -57,7 +57,8 @@ LITERAL_TRIGGERS = (
     *(prefix + b"_ " for prefix in _PREFIXES),
     *(prefix + b"E   " for prefix in _PREFIXES),
 )
-REGEX_TRIGGERS = (rb"^_ ", rb"\n_ ", rb"^E   ", rb"\nE   ")
+# At a line's start, not the `_ _ _` rule (a timestamped one is found, and let go in header).
+REGEX_TRIGGERS = (rb"^_ [^_ ]", rb"\n_ [^_ ]", rb"^E   ", rb"\nE   ")
 
 MAX_TESTS = 128
 WINDOWS_PER_TEST = 2
