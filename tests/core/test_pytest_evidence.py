@@ -41,6 +41,14 @@ REAL_LOGS = [
     LOGS / "xdist-long-traceback.log",
     # Errors at setup (`ERROR ...::test` lines, no reason), parametrized tests.
     LOGS / "setup-errors-parametrized.log",
+    # A test name that fills the header (`_ name _`), a `>` statement of 8 lines.
+    LOGS / "xdist-long-test-name.log",
+]
+# Logs whose summary lines give no reason (`FAILED tests/x.py::test_y` alone).
+NO_REASON_LOGS = [
+    LOGS / "xdist-long-traceback.log",
+    LOGS / "setup-errors-parametrized.log",
+    LOGS / "xdist-long-test-name.log",
 ]
 
 
@@ -251,6 +259,17 @@ def test_json_text_and_markdown_show_the_same_e_lines() -> None:
         shown = line[:100]  # the comment cuts long lines (a marker), the terminal does not
         assert shown in comment
         assert shown in text
+
+
+@pytest.mark.parametrize("path", NO_REASON_LOGS, ids=lambda p: p.stem)
+def test_a_summary_line_without_a_reason_shows_no_empty_one(path: Path) -> None:
+    """`FAILED tests/x.py::test_y` alone: the summary and the fix say no "failed: ``"."""
+    report = build_report([run_log(real_log(path))])
+    assert all("reason" not in group.example.captures for group in report.groups)
+    empty_code = re.compile(r"(?<!`)``(?!`)")  # not a fence's ```
+    assert not empty_code.search(render_comment(report))
+    texts = [group["summary"] + group["fix"] for group in report_json(report)["groups"]]
+    assert texts and not any(empty_code.search(text) for text in texts)
 
 
 def test_a_secret_in_an_e_line_is_redacted() -> None:
