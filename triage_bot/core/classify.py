@@ -18,7 +18,7 @@ from collections.abc import Iterable
 
 import regex
 
-from triage_bot.core import logs, ranking
+from triage_bot.core import logs, pytest_sections, ranking
 from triage_bot.core.catalog import Catalog, Signature
 from triage_bot.core.classify_results import (
     FallbackLine,
@@ -44,6 +44,7 @@ from triage_bot.core.engine import (
 )
 from triage_bot.core.log_tail import TailGate
 from triage_bot.core.logs import LineCounter, clip, lines_after, lines_ending_at
+from triage_bot.core.pytest_sections import PytestSections
 from triage_bot.core.regex_shapes import cpu_search, top_level_branches
 
 MAX_DISTINCT_MATCHES = 100
@@ -124,6 +125,11 @@ class CompiledCatalog:
         self.error_words = frozenset(
             trigger_index(Trigger(t.encode())) for t in ranking.FALLBACK_LITERALS
         )
+        # pytest's `E` lines and section headers, for the evidence of its summary lines.
+        self.pytest_marks = frozenset(
+            [trigger_index(Trigger(t)) for t in pytest_sections.LITERAL_TRIGGERS]
+            + [trigger_index(Trigger(t, is_regex=True)) for t in pytest_sections.REGEX_TRIGGERS]
+        )
         stand_ins = [k.encode() for s in catalog.signatures if s.prefilter for k in s.keywords]
         self.prefilter: Prefilter = build_prefilter(triggers, engine_name, stand_ins)
         self._keyword_bytes = {
@@ -201,6 +207,7 @@ class JobClassifier:
         self._bytes_read = 0
         self._matches: dict[tuple[str, tuple[str, ...]], Match] = {}
         self._pending_after: list[Match] = []
+        self._pytest = PytestSections()
         self._annotations: list[FallbackLine] = []
         self._groups: list[logs.GroupMark] = []
         # Steps (sections of the log between step ends), for ranking and the fallback.
@@ -356,6 +363,8 @@ class JobClassifier:
                 return
         if self._pending_after:
             self._fill_pending_after(block)
+        if self._pytest.reading:
+            self._pytest.next_block(block)
         # Line start -> the triggers the scan saw in it (None: not known for sure).
         seen: dict[int, set[int] | None] = {}
         for end, index in self._catalog.prefilter.scan_ids(block):
@@ -406,7 +415,8 @@ class JobClassifier:
         markers = catalog.error_marker in present or catalog.group_marker in present or travis_start
         step_end = markers or not catalog.step_ends.isdisjoint(present)
         error_words = not catalog.error_words.isdisjoint(present)
-        if not candidates and not step_end and not error_words:
+        pytest_line = not catalog.pytest_marks.isdisjoint(present)
+        if not candidates and not step_end and not error_words and not pytest_line:
             return
         # Counted only now: most lines the scan finds end above, and lines come in order.
         number = self._lines_done + counter.newlines_before(start) + 1
@@ -419,6 +429,8 @@ class JobClassifier:
                 self._start_section(number)
         if travis_start and self._section_start < number:
             self._start_section(number)
+        if pytest_line:
+            self._read_pytest_line(block, start, end, number, text)
         candidates.sort(key=lambda s: catalog.rank[s.id])
         matched = any(
             self._try_signature(signature, block, start, end, number, timestamp, text)
@@ -436,6 +448,21 @@ class JobClassifier:
                     if self._api_failing is None and self._in_api_step(timestamp):
                         self._api_failing = self._section
                 self._end_section(number, SectionEnd(number, failed, clip(text)))
+
+    def _read_pytest_line(self, block: bytes, start: int, end: int, number: int, text: str) -> None:
+        """A pytest section's header or `E` line: the first of a run of `E` lines is kept with
+        the lines around it, for the test's summary line below (pytest_sections.py)."""
+        if self._pytest.header(number, text):
+            return
+        limit = self._pytest.e_line(number, text)
+        if limit is not None:
+            self._pytest.start_run(
+                number,
+                clip(text),
+                lambda wanted: self._lines_before(block, start, wanted) if wanted else [],
+                limit,
+                (block, end),
+            )
 
     def _in_api_step(self, timestamp: str | None) -> bool:
         if self._api_step is None or timestamp is None:
@@ -605,6 +632,7 @@ class JobClassifier:
             last_line=number,
             section=self._section,
             level=ranking.low_level(text, found.start()),
+            explanation=self._pytest.window_for(text),
         )
         _add_variants(match, captures)
         self._matches[key] = match

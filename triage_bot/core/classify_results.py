@@ -11,6 +11,16 @@ from triage_bot.core.catalog import Signature
 
 
 @dataclass
+class Window:
+    """Lines of a log shown as evidence: the key line, its number, the lines around it."""
+
+    line: int
+    before: list[str]
+    text: str
+    after: list[str]
+
+
+@dataclass
 class Match:
     signature: Signature
     captures: dict[str, str]
@@ -33,10 +43,21 @@ class Match:
     reason: str = ""
     # Whether the passing run did not print its line (compare.py); None: no comparison made.
     new: bool | None = None
+    # The lines that show the failure when the match's own line only names it: for a pytest
+    # summary line (`FAILED tests/x.py::test_y - ...`), the `E` lines of the test's section
+    # far above (pytest_sections.py). None: the match's own window shows it.
+    explanation: Window | None = None
 
     @property
     def key(self) -> tuple[str, tuple[str, ...]]:
         return group_key(self.signature, self.captures)
+
+    @property
+    def evidence(self) -> Window:
+        """The window a reader is shown: the explanation, else the match's own lines."""
+        if self.explanation is not None:
+            return self.explanation
+        return Window(self.line, self.before, self.text, self.after)
 
 
 @dataclass

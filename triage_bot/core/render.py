@@ -30,6 +30,7 @@ from markdown_it.token import Token
 
 from triage_bot.core import ranking, sanitize
 from triage_bot.core.catalog import Signature, data_dir
+from triage_bot.core.classify_results import Window
 from triage_bot.core.comment_words import (
     cut_line,
     short_job_names,
@@ -206,14 +207,13 @@ def signature_text(signature: Signature, captures: dict[str, str]) -> SignatureT
         )
 
 
-def _evidence(
-    job: Job, detail: Detail, line: int, before: list[str], text: str, after: list[str]
-) -> dict[str, Any]:
+def _evidence(job: Job, detail: Detail, window: Window) -> dict[str, Any]:
+    before = window.before
     shown_before = before[len(before) - detail.before :] if detail.before else []
     return {
-        "text": "\n".join(trimmed_window(shown_before, text, after[: detail.after])),
-        "line": line,
-        "url": _url(job.line_urls.get(line) or job.url),
+        "text": "\n".join(trimmed_window(shown_before, window.text, window.after[: detail.after])),
+        "line": window.line,
+        "url": _url(job.line_urls.get(window.line) or job.url),
     }
 
 
@@ -263,7 +263,7 @@ def _group_view(group: Group, detail: Detail) -> dict[str, Any]:
         ],
         "all_jobs": [j.name for j in group.jobs],
         "short_jobs": short_job_names([j.name for j in group.jobs]),
-        "evidence": _evidence(first_job, detail, match.line, match.before, match.text, match.after),
+        "evidence": _evidence(first_job, detail, match.evidence),
         "reference": _reference_view(first_job.reference),
         "base": _base_view(group.base),
     }

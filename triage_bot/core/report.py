@@ -14,7 +14,13 @@ from typing import Any
 
 from triage_bot.core.catalog import Signature, signature_line
 from triage_bot.core.classify import MAX_PATTERN_TIMEOUTS, REPO_PATTERN_TIMEOUT_S
-from triage_bot.core.classify_results import FallbackLine, JobResult, Match, PatternTimeout
+from triage_bot.core.classify_results import (
+    FallbackLine,
+    JobResult,
+    Match,
+    PatternTimeout,
+    Window,
+)
 from triage_bot.core.redact import redact, redact_capture, redact_lines, redact_window
 
 JSON_VERSION = 1
@@ -152,9 +158,17 @@ def _redact_result(result: JobResult) -> None:
         at = len(match.before)
         match.before, match.text, match.after = window[:at], window[at], window[at + 1 :]
         match.captures = {k: redact_capture(v, secrets) for k, v in match.captures.items()}
+        if match.explanation is not None:
+            _redact_window(match.explanation)
         # Other occurrences' captures: their lines are not kept, so each value on its own.
         match.variants = {k: [redact(v) for v in vs] for k, vs in match.variants.items()}
     result.fallback_lines = _redacted_fallback(result.fallback_lines)
+
+
+def _redact_window(window: Window) -> None:
+    lines, _secrets = redact_window([*window.before, window.text, *window.after])
+    at = len(window.before)
+    window.before, window.text, window.after = lines[:at], lines[at], lines[at + 1 :]
 
 
 def _redacted_fallback(lines: list[FallbackLine]) -> list[FallbackLine]:
@@ -189,6 +203,18 @@ def match_json(match: Match) -> dict[str, Any]:
         "reason": match.reason,
         # Whether the passing run did not print the line (null: no comparison was made).
         "new": match.new,
+        # The lines shown as evidence: the match's own window, or the lines that explain it
+        # (a pytest summary line: the `E` lines of its test's section).
+        "evidence": window_json(match.evidence),
+    }
+
+
+def window_json(window: Window) -> dict[str, Any]:
+    return {
+        "line": window.line,
+        "before": window.before,
+        "text": window.text,
+        "after": window.after,
     }
 
 

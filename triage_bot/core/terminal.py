@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from triage_bot.core.catalog import Signature
+from triage_bot.core.classify_results import Match
 from triage_bot.core.render import signature_text
 from triage_bot.core.report import Group, Job, Reference, Report, explained
 from triage_bot.core.report_text import failing_values, placeholder_text, values_label
@@ -130,13 +131,23 @@ def _failure(number: int, group: Group) -> Iterator[RenderableType]:
         yield _labelled(values_label(name, len(values)), shown)
     first = group.jobs[0]
     seen = f" (seen {match.count} times)" if match.count > 1 else ""
-    yield _labelled("evidence", f"{first.name}, line {match.line}{seen}{_compared(first)}")
-    yield _evidence(match.before[-EVIDENCE_BEFORE:], match.text, match.after[:EVIDENCE_AFTER])
+    window = match.evidence
+    yield _labelled("evidence", f"{first.name}, line {window.line}{seen}{_compared(first)}")
+    yield _evidence(*_shown(match))
     if match.reason:
         yield _labelled("why this line", match.reason)
     if text.fix:
         yield _indented(Text("fix:", style="bold green"))
         yield _indented(Markdown(text.fix, hyperlinks=False, code_theme="ansi_dark"))
+
+
+def _shown(match: Match) -> tuple[list[str], str, list[str]]:
+    """The part of the evidence the terminal shows: a few lines around the key line; all of
+    an explanation (a pytest summary line's `E` lines: pytest_sections keeps only those)."""
+    window = match.evidence
+    if match.explanation is not None:
+        return window.before, window.text, window.after
+    return window.before[-EVIDENCE_BEFORE:], window.text, window.after[:EVIDENCE_AFTER]
 
 
 def _compared(job: Job) -> str:

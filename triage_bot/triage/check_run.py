@@ -152,8 +152,10 @@ def _evidence(report: Report) -> Iterator[tuple[str, str, str]]:
     says: its title and its message."""
     for group in report.groups:
         match, job = group.example, group.jobs[0]
-        message = f"{match.text}\n(job {job.name}, line {match.line} of its log)"
-        for text in [*match.before, match.text, *match.after]:
+        # The lines the comment shows (a pytest summary line's: its test's `E` lines).
+        window = match.evidence
+        message = f"{window.text}\n(job {job.name}, line {window.line} of its log)"
+        for text in [*window.before, window.text, *window.after]:
             yield text, group.signature.title, message
     for job in report.unmatched:
         for line in job.result.fallback_lines:
