@@ -161,6 +161,15 @@ class CompiledCatalog:
             digest.update(pattern + b"\0")
         return digest.hexdigest()
 
+    def regex_candidates(self, clean: bytes, present: set[int] | None) -> list[Signature]:
+        """The signatures whose regex a line (stripped of colour) is tried against, as
+        JobClassifier._examine_line picks them: those of the triggers it holds (`present`,
+        the scan's account; None: asked of the line) whose keywords it holds too."""
+        if present is None:
+            present = self.prefilter.literals_in(clean)
+        by_id = {s.id: s for index in present for s in self.by_literal.get(index, ())}
+        return [s for s in by_id.values() if self.keywords_hold(s, clean)]
+
     def keywords_hold(self, signature: Signature, line: bytes) -> bool:
         every, any_of = self._keyword_bytes[signature.id]
         if not all(keyword in line for keyword in every):
