@@ -275,8 +275,9 @@ class NearMissLog:
         """A compiler command or a list of installed packages, 2,000 to 12,000 characters."""
         names, rng = self.names, self.rng
         length = rng.randrange(*LONG_LINE_CHARS)
-        # Drawn in batches of names about 40 characters each, cut to the length wanted.
-        count = length // 30 + 1
+        # Drawn in a batch more than long enough (no name is under 12 characters), then cut
+        # to the length wanted.
+        count = length // 12 + 1
         if rng.random() < 0.5:
             flags = [
                 f"-I/src/{folder}include -D{snake.upper()}=1 -isystem /deps/{package}/include"
@@ -288,7 +289,7 @@ class NearMissLog:
                 )
             ]
             head = "/usr/bin/c++ " + " ".join(flags)
-            head = head[: head.rfind(" ", 0, length)]
+            head = head[: head.rfind(" -", 0, length)]
             return f"{head} -c /src/{names.folder()}{names.snake()}.cpp"
         installed = " ".join(
             f"{p}-{rng.randrange(5)}.0" for p in rng.choices(names.packages, k=count)
