@@ -13,14 +13,15 @@ from triage_bot.cli.cli import main
 from triage_bot.core.catalog import Catalog, load_catalog, load_signature
 from triage_bot.core.classify import CompiledCatalog
 
-# `error` alone: pytest names such as test_error_path and errors/ hold it on many lines.
+# `error` alone (the pattern adds no literal to it): pytest names such as test_error_path
+# and errors/ hold it on many lines.
 BARE_WORD = """
     id: local-bare-error
     title: An error
     category: build
     priority: 50
     keywords: ["error"]
-    pattern: "error: (?P<reason>[a-z ]+)$"
+    pattern: 'error(?P<code>\\d*): (?P<reason>[a-z ]+)$'
     summary: "it failed"
     fix: "Read the error line and mend its cause."
     tests:

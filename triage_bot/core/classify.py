@@ -181,7 +181,9 @@ def _triggers(signature: Signature) -> list[Trigger]:
     if signature.prefilter:
         branches = top_level_branches(signature.prefilter)
         return [Trigger(branch.encode(), is_regex=True) for branch in branches]
-    return [Trigger(t.encode()) for t in signature.triggers]
+    # The keyword's context in the pattern where known (`Error: ` for `Error`): a bare word
+    # is in test and package names on many lines of a big job's log.
+    return [Trigger(t.encode()) for t in signature.context_triggers or signature.triggers]
 
 
 def classify(
