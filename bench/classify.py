@@ -380,7 +380,8 @@ def print_reach(reach: RegexReach, top: int) -> None:
     per_10k = reach.reaching * 10_000 / max(reach.lines, 1)
     print(
         f"lines reaching regexes: {reach.reaching:,} of {reach.lines:,} ({per_10k:.1f} per "
-        f"10,000), {reach.searches:,} regex searches at most"
+        f"10,000), {reach.searches:,} regex searches at most; lines decoded (those, error "
+        f"words, step ends): {reach.decoded:,}"
     )
     for signature_id, lines in reach.by_signature.most_common(top):
         print(f"  {lines:>12,} lines  {signature_id}")

@@ -313,21 +313,25 @@ class RegexReach:
 
     lines: int = 0
     reaching: int = 0  # lines that reach at least one regex
+    # Lines decoded at all: those, and those holding an error word (scored as best guesses)
+    # or a step's end or marker (ranking.py's literals, not the signatures').
+    decoded: int = 0
     searches: int = 0  # (line, signature) pairs: the regex searches at most
     by_signature: Counter[str] = field(default_factory=Counter)
 
     def add(self, other: RegexReach) -> None:
         self.lines += other.lines
         self.reaching += other.reaching
+        self.decoded += other.decoded
         self.searches += other.searches
         self.by_signature.update(other.by_signature)
 
 
 def regex_reach(compiled: CompiledCatalog, block: bytes) -> RegexReach:
-    """Which lines of a block of whole lines reach which signatures' regexes, decided as the
-    classifier decides it (classify.JobClassifier._examine_line): the scan finds the lines
-    holding a trigger, the stripped line says which triggers it holds, and a signature whose
-    keywords the line holds is tried."""
+    """Which lines of a block of whole lines reach which signatures' regexes (and which are
+    decoded), decided as the classifier decides it (classify.JobClassifier._examine_line):
+    the scan finds the lines holding a trigger, the stripped line says which triggers it
+    holds, and a signature whose keywords the line holds is tried."""
     reach = RegexReach(lines=block.count(b"\n"))
     seen: dict[int, set[int] | None] = {}
     for end, index in compiled.prefilter.scan_ids(block):
@@ -342,8 +346,12 @@ def regex_reach(compiled: CompiledCatalog, block: bytes) -> RegexReach:
         end = block.find(b"\n", start)
         raw = block[start : len(block) if end < 0 else end]
         clean = logs.strip_ansi(raw)
-        present = known if known is not None and clean is raw else None
+        present = (
+            known if known is not None and clean is raw else compiled.prefilter.literals_in(clean)
+        )
         candidates = compiled.regex_candidates(clean, present)
+        if candidates or not present.isdisjoint(compiled.decoded_anyway):
+            reach.decoded += 1
         if candidates:
             reach.reaching += 1
             reach.searches += len(candidates)

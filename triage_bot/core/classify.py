@@ -121,6 +121,12 @@ class CompiledCatalog:
         self.error_words = frozenset(
             trigger_index(Trigger(t.encode())) for t in ranking.FALLBACK_LITERALS
         )
+        # What makes _examine_line decode a line that no signature's regex is tried on.
+        self.decoded_anyway = frozenset(
+            {self.error_marker, self.group_marker, self.travis_start}
+            | self.step_ends
+            | self.error_words
+        )
         stand_ins = [k.encode() for s in catalog.signatures if s.prefilter for k in s.keywords]
         self.prefilter: Prefilter = build_prefilter(triggers, engine_name, stand_ins)
         self._engine_name = engine_name
