@@ -55,9 +55,9 @@ def _make(folder: Path, ident: str, body: str, line: str) -> Path:
 
 def test_a_bare_word_trigger_warns_and_lint_still_passes(tmp_path: Path) -> None:
     path = _make(tmp_path, "local-bare-error", BARE_WORD, "error: out of gears")
-    _signatures, problems = catalog_check.lint([tmp_path])
+    signatures, problems = catalog_check.lint([tmp_path])
     assert problems == []
-    [warning] = catalog_check.lint_warnings([tmp_path])
+    [warning] = catalog_check.lint_warnings(signatures, problems)
     assert warning.path == path and warning.line == 5  # the keywords line
     assert "triggers too common" in warning.message
     # More than 1 line in 10,000 of the sample, as the message says.
@@ -72,7 +72,9 @@ def test_a_specific_trigger_made_of_catalog_words_does_not_warn(tmp_path: Path) 
         SPECIFIC,
         "ModuleNotFoundError: No module named 'gears'",
     )
-    assert catalog_check.lint_warnings([tmp_path]) == []
+    signatures, problems = catalog_check.lint([tmp_path])
+    assert signatures and problems == []
+    assert catalog_check.lint_warnings(signatures, problems) == []
 
 
 def test_the_command_prints_the_warning_and_exits_0(
@@ -83,6 +85,14 @@ def test_the_command_prints_the_warning_and_exits_0(
     out = capsys.readouterr().out
     assert "local-bare-error.yml:5: warning: triggers too common" in out
     assert "catalog lint: 1 signatures, 0 problems, 1 warnings" in out
+
+
+def test_a_signature_with_a_problem_gets_no_warning_until_mended(tmp_path: Path) -> None:
+    path = _make(tmp_path, "local-bare-error", BARE_WORD, "error: out of gears")
+    path.with_suffix(".log").unlink()
+    signatures, problems = catalog_check.lint([tmp_path])
+    assert [p.path for p in problems] == [path]
+    assert catalog_check.lint_warnings(signatures, problems) == []
 
 
 def test_the_near_miss_log_is_the_same_for_a_seed_and_holds_the_catalog_words() -> None:

@@ -122,10 +122,13 @@ def lint(paths: Sequence[Path]) -> tuple[list[Signature], list[Problem]]:
     return signatures, problems
 
 
-def lint_warnings(paths: Sequence[Path]) -> list[Problem]:
-    """What lint says of the selected signatures without refusing them: the triggers that
-    pass too many lines of the near-miss log on to the signature's regex."""
-    return common_trigger_warnings(_selected(catalog_for(paths), paths))
+def lint_warnings(signatures: Sequence[Signature], problems: Sequence[Problem]) -> list[Problem]:
+    """What lint says of the signatures it passed (lint's result) without refusing them: the
+    triggers that pass too many lines of the near-miss log on to the signature's regex. A
+    signature with a problem is mended first (and its warning, if any, comes then)."""
+    refused = {problem.path.with_suffix("") for problem in problems}
+    passed = [s for s in signatures if s.path.with_suffix("") not in refused]
+    return common_trigger_warnings(passed) if passed else []
 
 
 _COMMON_HINT = (
