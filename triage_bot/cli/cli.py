@@ -174,7 +174,11 @@ def _add_catalog_commands(commands: argparse._SubParsersAction[argparse.Argument
         dest="catalog_command", required=True, metavar="COMMAND"
     )
     for name, text in (
-        ("lint", "validate signatures: schema, ids, patterns, keywords, templates, linear time"),
+        (
+            "lint",
+            "validate signatures: schema, ids, patterns, keywords, templates, linear time; "
+            "warn of triggers too common in the near-miss log",
+        ),
         ("test", "run the signatures' inline examples and their .log windows"),
     ):
         sub = catalog_commands.add_parser(name, help=text, description=text)

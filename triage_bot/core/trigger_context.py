@@ -10,7 +10,8 @@ top-level sequence, with the first copy of a repeated literal (` {1,200}` gives 
 through zero-width assertions (anchors, lookarounds: they consume nothing, so the text on
 both sides is adjacent), and across a group of alternatives as one literal per branch. A set
 of literals one of which every match holds, each holding the keyword and longer than it,
-replaces the keyword as the prefilter's trigger. Where the tree cannot be read, a flag
+cut to a few characters either side of it, replaces a short keyword as the prefilter's
+trigger. Where the tree cannot be read, a flag
 changes case or spacing, or any example line lacks them, the keyword stays.
 """
 
@@ -25,6 +26,12 @@ from triage_bot.core.regex_shapes import parse
 # A group of alternatives multiplies the literals that come before it; past this many the
 # set costs the scan more than its length saves.
 MAX_ALTERNATIVES = 8
+# A keyword this long is rare in names already: its context would only grow the automata
+# (Aho-Corasick's DFA took 4 MB more with the context of all 134 keywords that have one).
+MAX_KEYWORD_CHARS = 15
+# What tells a keyword from a name is next to it (`Error: `, ` FAIL`, `FAILED (`): each
+# literal keeps at most this many characters of context on either side.
+CONTEXT_CHARS = 4
 _REPEATS = (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT)
 _ZERO_WIDTH = (sre.AT, sre.ASSERT, sre.ASSERT_NOT)
 _CASE_OR_SPACING = re.IGNORECASE | re.VERBOSE
@@ -34,6 +41,8 @@ def keyword_context(pattern: str, keyword: str, examples: tuple[str, ...]) -> tu
     """The literals one of which every match of `pattern` holds, each holding `keyword` and
     longer than it (the longest such set by its shortest member), or () where none is known
     or an example line holds none of them."""
+    if len(keyword) > MAX_KEYWORD_CHARS:
+        return ()
     tree = parse(pattern)
     if tree is None or tree.state.flags & _CASE_OR_SPACING:
         return ()
@@ -43,9 +52,16 @@ def keyword_context(pattern: str, keyword: str, examples: tuple[str, ...]) -> tu
     if not sets:
         return ()
     best = max(sets, key=lambda s: (min(map(len, s)), -len(s)))
+    # A part of a literal every match holds is one too.
+    best = tuple(dict.fromkeys(_around(literal, keyword) for literal in best))
     if not all(any(literal in line for literal in best) for line in examples):
         return ()  # the tree misread a `regex`-only construct: keep the keyword
     return tuple(sorted(best))
+
+
+def _around(literal: str, keyword: str) -> str:
+    at = literal.find(keyword)
+    return literal[max(0, at - CONTEXT_CHARS) : at + len(keyword) + CONTEXT_CHARS]
 
 
 def _literal_sets(items: list[Any]) -> list[tuple[str, ...]]:
