@@ -24,6 +24,7 @@ Usage: python bench/classify.py [--shape today,near-miss] [--size-mb 1024] [--re
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import random
 import re
@@ -241,7 +242,7 @@ def read_alone(path: Path) -> float:
 SHAPES = ("today", "near-miss")
 
 
-def write_near_miss(path: Path, size: int) -> None:
+def write_near_miss(path: Path, size: int, _ansi_percent: float = 0.0) -> None:
     with path.open("wb") as out:
         for block in NearMissLog(load_catalog(), failures=PLANTED_FAILURES).blocks(size):
             out.write(block)
@@ -305,10 +306,16 @@ def main() -> int:
             log = args.log or workdir / f"{shape}.log"
             if args.log is None:
                 print(f"\nwriting a {args.size_mb} MiB job log of shape {shape} ...", flush=True)
-                if shape == "today":
-                    write_log(log, args.size_mb * MIB, args.ansi_percent)
-                else:
-                    write_near_miss(log, args.size_mb * MIB)
+                # In a process of its own: a child's peak RSS (wait4) counts this process's
+                # at the fork, which would hold what the generator held (91 MB).
+                writer = multiprocessing.get_context("spawn").Process(
+                    target=write_log if shape == "today" else write_near_miss,
+                    args=(log, args.size_mb * MIB, args.ansi_percent),
+                )
+                writer.start()
+                writer.join()
+                if writer.exitcode != 0:
+                    raise SystemExit(f"writing the {shape} log failed")
             same = bench_log(log, shape, args, rg, patterns_file) and same
             if args.log is None:
                 log.unlink()
@@ -372,7 +379,10 @@ def bench_log(
         print(f"ripgrep: no time ({rg_failed[:200]})")
     same = len(set(outputs.values())) == 1
     print(f"identical JSON across engines ({', '.join(outputs)}): {'yes' if same else 'NO'}")
-    print_reach(count_reach(log), args.top)
+    # Counted in a process of its own, for the same reason as the log is written in one.
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        reach = pool.apply(count_reach, (log,))
+    print_reach(reach, args.top)
     return same
 
 
