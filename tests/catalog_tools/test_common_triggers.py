@@ -4,13 +4,15 @@ regex; the near-miss log it measures with is the bench's, made from the catalog'
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import write_signature
 
 from triage_bot.catalog_tools import catalog_check, near_miss
 from triage_bot.cli.cli import main
-from triage_bot.core.catalog import Catalog, load_catalog, load_signature
+from triage_bot.core import classify
+from triage_bot.core.catalog import Catalog, Signature, load_catalog, load_signature
 from triage_bot.core.classify import CompiledCatalog
 
 # `error` alone (the pattern adds no literal to it): pytest names such as test_error_path
@@ -136,3 +138,23 @@ def test_regex_reach_counts_the_lines_the_classifier_tries(tmp_path: Path) -> No
     reach = near_miss.regex_reach(compiled, block)
     assert (reach.lines, reach.reaching) == (4, 3)
     assert reach.by_signature == {"local-module-missing": 3}
+
+
+def test_regex_reach_is_what_the_classifier_tries_on_a_near_miss_log(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A spy on the real classifier (it still runs): the lines it tries a regex on.
+    tried: set[int] = set()
+    try_signature = classify.JobClassifier._try_signature
+
+    def spy(job: classify.JobClassifier, signature: Signature, *args: Any) -> bool:
+        tried.add(args[3])  # block, start, end, number, ...
+        return try_signature(job, signature, *args)
+
+    monkeypatch.setattr(classify.JobClassifier, "_try_signature", spy)
+    catalog = load_catalog()
+    compiled = CompiledCatalog(catalog)
+    log = b"".join(near_miss.NearMissLog(catalog, seed=9, failures=3).blocks(1 << 20))
+    classify.classify([log], compiled)
+    reach = near_miss.regex_reach(compiled, log)
+    assert reach.reaching == len(tried) > 0
