@@ -9,13 +9,22 @@ then times, on the same file and in the same run:
   catalog, the log streamed in 1 MiB chunks, once per prefilter engine;
 - `rg --no-unicode -c -f PATTERNS LOG` with the catalog's own patterns (Debian's ripgrep).
 
-and prints MB/s, the ratio to ripgrep, our peak memory, and whether every engine gave the
-same JSON. Usage: python bench/classify.py [--size-mb 1024] [--repeat 3] [--log PATH]
+and prints MB/s, the ratio to ripgrep, our peak memory, whether every engine gave the
+same JSON, and how many lines the prefilter passes on to a signature's regex (and whose).
+
+Shapes of log (`--shape`, one or a comma-separated list, each its own table): `today`, the
+log above; `near-miss`, what big jobs print (triage_bot/catalog_tools/near_miss.py): pytest
+progress with a coloured PASSED on most lines, test, file and package names made of the
+catalog's own words, pip progress bars, CMake lines, lines of 2,000-12,000 characters, and 20
+failures planted from the catalog's `.log` windows.
+Usage: python bench/classify.py [--shape today,near-miss] [--size-mb 1024] [--repeat 3]
+[--log PATH] [--top 10]
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import random
 import re
@@ -30,7 +39,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from triage_bot.catalog_tools.near_miss import (  # noqa: E402
+    PLANTED_FAILURES,
+    NearMissLog,
+    RegexReach,
+    regex_reach,
+)
 from triage_bot.core.catalog import load_catalog  # noqa: E402
+from triage_bot.core.classify import CompiledCatalog  # noqa: E402
 from triage_bot.core.engine import engine_names  # noqa: E402
 from triage_bot.core.regex_shapes import class_end  # noqa: E402
 
@@ -69,6 +85,7 @@ def colour(line: str, rng: random.Random) -> str:
 
 
 def write_log(path: Path, size: int, ansi_percent: float, seed: int = 7) -> None:
+    """Today's shape: the passing lines above, a failure line per 2,000 lines."""
     rng = random.Random(seed)
     failures = failure_lines()
     written = 0
@@ -184,17 +201,31 @@ def rg_patterns(path: Path) -> tuple[int, int]:
     return len(translated), sum(a != b for a, b in zip(originals, translated, strict=True))
 
 
-def run(command: list[str], env: dict[str, str] | None = None) -> tuple[float, int, bytes]:
+class RunFailed(Exception):
+    """A command that crashed, failed or ran out of time."""
+
+
+def run(
+    command: list[str], env: dict[str, str] | None = None, timeout: float | None = None
+) -> tuple[float, int, bytes]:
     """Wall time, peak RSS in bytes (of that process alone), and stdout."""
     started = time.perf_counter()
-    with tempfile.TemporaryFile() as stdout:
-        process = subprocess.Popen(command, stdout=stdout, stderr=subprocess.PIPE, env=env)
-        _pid, status, usage = os.wait4(process.pid, 0)
+    with tempfile.TemporaryFile() as stdout, tempfile.TemporaryFile() as stderr:
+        process = subprocess.Popen(command, stdout=stdout, stderr=stderr, env=env)
+        while True:
+            pid, status, usage = os.wait4(process.pid, 0 if timeout is None else os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() - started > (timeout or 0):
+                process.kill()
+                os.wait4(process.pid, 0)
+                raise RunFailed(f"stopped after {timeout:g} s")
+            time.sleep(0.05)
         elapsed = time.perf_counter() - started
         if os.waitstatus_to_exitcode(status) not in (0, 1):  # rg exits 1 when nothing matched
-            raise SystemExit(
-                f"{command[0]} failed: {process.stderr.read().decode() if process.stderr else ''}"
-            )
+            stderr.seek(0)
+            said = stderr.read().decode(errors="replace").strip()
+            raise RunFailed(f"exit status {os.waitstatus_to_exitcode(status)}: {said}")
         stdout.seek(0)
         output = stdout.read()
     return elapsed, usage.ru_maxrss * 1024, output
@@ -208,8 +239,39 @@ def read_alone(path: Path) -> float:
     return time.perf_counter() - started
 
 
+SHAPES = ("today", "near-miss")
+
+
+def write_near_miss(path: Path, size: int, _ansi_percent: float = 0.0) -> None:
+    with path.open("wb") as out:
+        for block in NearMissLog(load_catalog(), failures=PLANTED_FAILURES).blocks(size):
+            out.write(block)
+
+
+def count_reach(path: Path) -> RegexReach:
+    """The lines of the log the prefilter passes on to a signature's regex, counted apart
+    from the timed runs (the classifier itself counts nothing) with the same prefilter."""
+    compiled = CompiledCatalog(load_catalog())
+    total = RegexReach()
+    carry = b""
+    with path.open("rb") as stream:
+        while chunk := stream.read(8 * MIB):
+            block = carry + chunk
+            cut = block.rfind(b"\n") + 1
+            carry = block[cut:]
+            total.add(regex_reach(compiled, block[:cut]))
+    if carry:
+        total.add(regex_reach(compiled, carry + b"\n"))
+    return total
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--shape",
+        default="today",
+        help=f"log shapes, comma-separated: {', '.join(SHAPES)} (today)",
+    )
     parser.add_argument("--size-mb", type=int, default=1024, help="log size in MiB (1024)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each, median (3)")
     parser.add_argument("--log", type=Path, help="use this log instead of a synthetic one")
@@ -217,65 +279,122 @@ def main() -> int:
         "--ansi-percent",
         type=float,
         default=2.0,
-        help="share of lines with colour codes, in percent (2)",
+        help="share of lines with colour codes, in percent, in today's shape (2)",
+    )
+    parser.add_argument(
+        "--rg-timeout", type=float, default=600, help="seconds ripgrep may take per run (600)"
+    )
+    parser.add_argument(
+        "--top", type=int, default=10, help="signatures that reach their regex most (10)"
     )
     args = parser.parse_args()
+    shapes = [shape.strip() for shape in args.shape.split(",") if shape.strip()]
+    unknown = [shape for shape in shapes if shape not in SHAPES]
+    if unknown:
+        parser.error(f"unknown shape {unknown[0]!r}; choose among {', '.join(SHAPES)}")
 
     rg = shutil.which("rg")
     if rg is None:
         raise SystemExit("ripgrep is not installed: apt-get install ripgrep")
-    triage_bot = [sys.executable, "-m", "triage_bot"]
     workdir = Path(tempfile.mkdtemp(prefix="triage-bench-"))
     try:
-        log = args.log or workdir / "job.log"
-        if args.log is None:
-            print(f"writing a {args.size_mb} MiB synthetic job log ...", flush=True)
-            write_log(log, args.size_mb * MIB, args.ansi_percent)
-        size = log.stat().st_size
         patterns_file = workdir / "patterns.txt"
         count, adapted = rg_patterns(patterns_file)
-        read_alone(log)  # warm the page cache for everyone
-
-        results: dict[str, tuple[float, int]] = {}
-        outputs: dict[str, bytes] = {}
-        timings: dict[str, list[float]] = {"read alone": [], "ripgrep": []}
-        peaks: dict[str, int] = {}
-        for _ in range(args.repeat):
-            timings["read alone"].append(read_alone(log))
-            elapsed, _peak, _out = run(
-                [rg, "--no-unicode", "-c", "-f", str(patterns_file), str(log)]
-            )
-            timings["ripgrep"].append(elapsed)
-            for engine in _available_engines():
-                env = {**os.environ, "TRIAGE_ENGINE": engine}
-                elapsed, peak, output = run(
-                    [*triage_bot, "triage", str(log), "--format", "json"], env
+        print(f"{count} catalog patterns ({adapted} adapted to ripgrep's syntax)")
+        same = True
+        for shape in ["given"] if args.log else shapes:
+            log = args.log or workdir / f"{shape}.log"
+            if args.log is None:
+                print(f"\nwriting a {args.size_mb} MiB job log of shape {shape} ...", flush=True)
+                # In a process of its own: a child's peak RSS (wait4) counts this process's
+                # at the fork, which would hold what the generator held (91 MB).
+                writer = multiprocessing.get_context("spawn").Process(
+                    target=write_log if shape == "today" else write_near_miss,
+                    args=(log, args.size_mb * MIB, args.ansi_percent),
                 )
-                timings.setdefault(f"triage ({engine})", []).append(elapsed)
-                peaks[engine] = max(peaks.get(engine, 0), peak)
-                outputs[engine] = output
-        for name, values in timings.items():
-            results[name] = (statistics.median(values), 0)
-
-        reference = results["ripgrep"][0]
-        print(
-            f"\nlog: {size / MIB:.0f} MiB ({args.ansi_percent:g}% of lines coloured), "
-            f"{count} catalog patterns ({adapted} adapted to ripgrep's syntax), "
-            f"median of {args.repeat}"
-        )
-        print(f"{'':22} {'seconds':>8} {'MB/s':>8} {'vs rg':>7} {'peak MB':>8}")
-        for name, (seconds, _) in results.items():
-            engine_run = name[len("triage (") : -1] if name.startswith("triage") else ""
-            peak_mb = f"{peaks[engine_run] / 1e6:8.1f}" if engine_run else " " * 8
-            print(
-                f"{name:22} {seconds:8.2f} {size / 1e6 / seconds:8.0f} "
-                f"{reference / seconds:6.2f}x {peak_mb}"
-            )
-        same = len(set(outputs.values())) == 1
-        print(f"\nidentical JSON across engines ({', '.join(outputs)}): {'yes' if same else 'NO'}")
+                writer.start()
+                writer.join()
+                if writer.exitcode != 0:
+                    raise SystemExit(f"writing the {shape} log failed")
+            same = bench_log(log, shape, args, rg, patterns_file) and same
+            if args.log is None:
+                log.unlink()
         return 0 if same else 1
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def bench_log(
+    log: Path, shape: str, args: argparse.Namespace, rg: str, patterns_file: Path
+) -> bool:
+    """Time the triage of one log against ripgrep and print the table; whether every engine
+    gave the same JSON."""
+    triage_bot = [sys.executable, "-m", "triage_bot"]
+    size = log.stat().st_size
+    read_alone(log)  # warm the page cache for everyone
+    results: dict[str, tuple[float, int]] = {}
+    outputs: dict[str, bytes] = {}
+    timings: dict[str, list[float]] = {"read alone": [], "ripgrep": []}
+    peaks: dict[str, int] = {}
+    rg_failed = ""
+    for _ in range(args.repeat):
+        timings["read alone"].append(read_alone(log))
+        if not rg_failed:
+            try:
+                elapsed, _peak, _out = run(
+                    [rg, "--no-unicode", "-c", "-f", str(patterns_file), str(log)],
+                    timeout=args.rg_timeout,
+                )
+                timings["ripgrep"].append(elapsed)
+            except RunFailed as failed:
+                # ripgrep 13's lazy DFA over the whole catalog thrashes on varied text, and
+                # can abort (a 35 GB allocation): the triage is still timed.
+                rg_failed = str(failed)
+        for engine in _available_engines():
+            env = {**os.environ, "TRIAGE_ENGINE": engine}
+            try:
+                elapsed, peak, output = run(
+                    [*triage_bot, "triage", str(log), "--format", "json"], env
+                )
+            except RunFailed as failed:
+                raise SystemExit(f"triage ({engine}) failed: {failed}") from None
+            timings.setdefault(f"triage ({engine})", []).append(elapsed)
+            peaks[engine] = max(peaks.get(engine, 0), peak)
+            outputs[engine] = output
+    if rg_failed:
+        del timings["ripgrep"]
+    for name, values in timings.items():
+        results[name] = (statistics.median(values), 0)
+
+    reference = results["ripgrep"][0] if not rg_failed else None
+    coloured = f", {args.ansi_percent:g}% of lines coloured" if shape == "today" else ""
+    print(f"\nshape {shape}: {size / MIB:.0f} MiB{coloured}, median of {args.repeat}")
+    print(f"{'':22} {'seconds':>8} {'MB/s':>8} {'vs rg':>7} {'peak MB':>8}")
+    for name, (seconds, _) in results.items():
+        engine_run = name[len("triage (") : -1] if name.startswith("triage") else ""
+        peak_mb = f"{peaks[engine_run] / 1e6:8.1f}" if engine_run else " " * 8
+        ratio = f"{reference / seconds:6.2f}x" if reference else "      -"
+        print(f"{name:22} {seconds:8.2f} {size / 1e6 / seconds:8.0f} {ratio} {peak_mb}")
+    if rg_failed:
+        print(f"ripgrep: no time ({rg_failed[:200]})")
+    same = len(set(outputs.values())) == 1
+    print(f"identical JSON across engines ({', '.join(outputs)}): {'yes' if same else 'NO'}")
+    # Counted in a process of its own, for the same reason as the log is written in one.
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        reach = pool.apply(count_reach, (log,))
+    print_reach(reach, args.top)
+    return same
+
+
+def print_reach(reach: RegexReach, top: int) -> None:
+    per_10k = reach.reaching * 10_000 / max(reach.lines, 1)
+    print(
+        f"lines reaching regexes: {reach.reaching:,} of {reach.lines:,} ({per_10k:.1f} per "
+        f"10,000), {reach.searches:,} regex searches at most; lines decoded (those, error "
+        f"words, step ends): {reach.decoded:,}"
+    )
+    for signature_id, lines in reach.by_signature.most_common(top):
+        print(f"  {lines:>12,} lines  {signature_id}")
 
 
 def _available_engines() -> list[str]:

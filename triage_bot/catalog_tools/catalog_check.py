@@ -2,8 +2,9 @@
 
 lint: the schema, id = file stem, unique ids, patterns compile, keywords occur in every
 example, templates render with the example captures, no catastrophic backtracking, a `.log`
-window beside every signature. test: the inline examples and the `.log` windows with their
-`#!` expectations, classified by the real streaming classifier.
+window beside every signature; and, as warnings (lint still passes), triggers too common to
+keep the classifier fast (lint_warnings). test: the inline examples and the `.log` windows
+with their `#!` expectations, classified by the real streaming classifier.
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ import shlex
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import jinja2
 import regex
 
+from triage_bot.catalog_tools import near_miss
 from triage_bot.core.catalog import (
     Catalog,
     Problem,
@@ -117,6 +120,56 @@ def lint(paths: Sequence[Path]) -> tuple[list[Signature], list[Problem]]:
     for signature in signatures:
         problems.extend(lint_signature(signature))
     return signatures, problems
+
+
+def lint_warnings(signatures: Sequence[Signature], problems: Sequence[Problem]) -> list[Problem]:
+    """What lint says of the signatures it passed (lint's result) without refusing them: the
+    triggers that pass too many lines of the near-miss log on to the signature's regex. A
+    signature with a problem is mended first (and its warning, if any, comes then)."""
+    refused = {problem.path.with_suffix("") for problem in problems}
+    passed = [s for s in signatures if s.path.with_suffix("") not in refused]
+    return common_trigger_warnings(passed) if passed else []
+
+
+_COMMON_HINT = (
+    "a keyword with the delimiters the tool prints around it (`error:`, `FAILED `), not the "
+    "bare word; or a `prefilter` regex"
+)
+
+
+@cache
+def _near_miss_sample() -> bytes:
+    """The first lines of the bench's near-miss log (built-in catalog, fixed seed): the same
+    log whatever is linted, so a signature's count does not depend on its neighbours."""
+    return near_miss.NearMissLog(load_catalog(), seed=near_miss.SEED).lines(near_miss.SAMPLE_LINES)
+
+
+def common_trigger_warnings(signatures: Sequence[Signature]) -> list[Problem]:
+    """A warning for each signature whose triggers and keywords pass more than 1 line in
+    10,000 of the near-miss log (bench/classify.py --shape near-miss) on to its regex: each
+    such line is decoded and searched, on every job."""
+    sample = _near_miss_sample()
+    lines = sample.count(b"\n")
+    counts = near_miss.too_common(signatures, sample)
+    return [
+        Problem(
+            signature.path,
+            signature_line(signature, [_trigger_field(signature)]),
+            f"warning: triggers too common: {counts[signature.id]:,} of {lines:,} lines of "
+            f"the near-miss log reach the pattern (at most 1 in "
+            f"{round(1 / near_miss.TOO_COMMON):,})",
+            _COMMON_HINT,
+        )
+        for signature in signatures
+        if signature.id in counts
+    ]
+
+
+def _trigger_field(signature: Signature) -> str:
+    """The field the prefilter's triggers come from (Signature.triggers)."""
+    if signature.prefilter:
+        return "prefilter"
+    return "any_keywords" if signature.triggers == signature.any_keywords else "keywords"
 
 
 def lint_signature(signature: Signature) -> list[Problem]:

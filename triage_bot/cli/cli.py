@@ -175,7 +175,11 @@ def _add_catalog_commands(commands: argparse._SubParsersAction[argparse.Argument
         dest="catalog_command", required=True, metavar="COMMAND"
     )
     for name, text in (
-        ("lint", "validate signatures: schema, ids, patterns, keywords, templates, linear time"),
+        (
+            "lint",
+            "validate signatures: schema, ids, patterns, keywords, templates, linear time; "
+            "warn of triggers too common in the near-miss log",
+        ),
         ("test", "run the signatures' inline examples and their .log windows"),
     ):
         sub = catalog_commands.add_parser(name, help=text, description=text)
@@ -379,10 +383,12 @@ def _replay(args: argparse.Namespace) -> int:
 def _lint(args: argparse.Namespace) -> int:
     _require_existing(args.paths)
     signatures, problems = catalog_check.lint(args.paths)
-    for problem in problems:
+    warnings = catalog_check.lint_warnings(signatures, problems)
+    for problem in [*problems, *warnings]:
         print(problem)
-    print(f"catalog lint: {len(signatures)} signatures, {len(problems)} problems")
-    return EXIT_FAILED if problems else EXIT_OK
+    counted = f", {len(warnings)} warnings" if warnings else ""
+    print(f"catalog lint: {len(signatures)} signatures, {len(problems)} problems{counted}")
+    return EXIT_FAILED if problems else EXIT_OK  # a warning alone passes
 
 
 def _test(args: argparse.Namespace) -> int:

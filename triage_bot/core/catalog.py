@@ -7,7 +7,7 @@ import hashlib
 import json
 import pickle
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from itertools import islice
 from pathlib import Path
@@ -18,7 +18,7 @@ import yaml
 
 from triage_bot import __version__
 from triage_bot.core import cache as disk_cache
-from triage_bot.core import safe_yaml
+from triage_bot.core import safe_yaml, trigger_context
 from triage_bot.core.limits import MAX_EXAMPLES, MAX_SCHEMA_ERRORS, MAX_YAML_BYTES
 
 DEFAULT_BEFORE = 3
@@ -97,6 +97,9 @@ class Signature:
     # The tool lists its findings again in a final report, after listings of the same shape
     # (progress, allow-lists): of this signature's matches, the last is the cause, not the first.
     final_report: bool = False
+    # The trigger's context in the pattern: longer literals, one of which every match holds
+    # (trigger_context.py); the prefilter looks for them instead of the bare keyword.
+    context_triggers: tuple[str, ...] = ()
 
     @property
     def generic(self) -> bool:
@@ -209,9 +212,11 @@ def _cache_key(
         return ""
     # This module's own stamp too: the pickle holds its classes, which change between builds
     # of one version (an older pickle would load with fields missing).
-    code = Path(__file__).stat()
     stamp = [__version__, origin, str(schema_path().stat().st_mtime_ns)]
-    stamp.append(f"{code.st_size}:{code.st_mtime_ns}")
+    # And trigger_context's: a Signature holds what it derives.
+    for module in (Path(__file__), Path(trigger_context.__file__)):
+        code = module.stat()
+        stamp.append(f"{code.st_size}:{code.st_mtime_ns}")
     for path in files:
         try:
             info = path.stat()
@@ -386,7 +391,18 @@ def _build(
         wraps=data.get("wraps", False),
         final_report=data.get("final_report", False),
     )
-    return signature, []
+    return replace(signature, context_triggers=_context_triggers(signature)), []
+
+
+def _context_triggers(signature: Signature) -> tuple[str, ...]:
+    """For a signature whose trigger is its longest keyword (no `prefilter`, no longer
+    any_keywords), that keyword's longer context in the pattern, if known."""
+    if signature.prefilter or signature.triggers != (max(signature.keywords, key=len),):
+        return ()
+    examples = tuple(example.line for example in signature.match_examples)
+    return trigger_context.keyword_context(
+        signature.pattern.pattern, signature.triggers[0], examples
+    )
 
 
 def signature_line(signature: Signature, keys: list[str | int]) -> int | None:

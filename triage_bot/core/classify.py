@@ -130,12 +130,28 @@ class CompiledCatalog:
             [trigger_index(Trigger(t)) for t in pytest_sections.LITERAL_TRIGGERS]
             + [trigger_index(Trigger(t, is_regex=True)) for t in pytest_sections.REGEX_TRIGGERS]
         )
+        # What makes _examine_line decode a line that no signature's regex is tried on.
+        self.decoded_anyway = frozenset(
+            {self.error_marker, self.group_marker, self.travis_start}
+            | self.step_ends
+            | self.error_words
+            | self.pytest_marks
+        )
         stand_ins = [k.encode() for s in catalog.signatures if s.prefilter for k in s.keywords]
         self.prefilter: Prefilter = build_prefilter(triggers, engine_name, stand_ins)
         self._keyword_bytes = {
             s.id: (tuple(k.encode() for k in s.keywords), tuple(k.encode() for k in s.any_keywords))
             for s in catalog.signatures
         }
+
+    def regex_candidates(self, clean: bytes, present: set[int] | None) -> list[Signature]:
+        """The signatures whose regex a line (stripped of colour) is tried against, as
+        JobClassifier._examine_line picks them: those of the triggers it holds (`present`,
+        the scan's account; None: asked of the line) whose keywords it holds too."""
+        if present is None:
+            present = self.prefilter.literals_in(clean)
+        by_id = {s.id: s for index in present for s in self.by_literal.get(index, ())}
+        return [s for s in by_id.values() if self.keywords_hold(s, clean)]
 
     def keywords_hold(self, signature: Signature, line: bytes) -> bool:
         every, any_of = self._keyword_bytes[signature.id]
@@ -148,7 +164,9 @@ def _triggers(signature: Signature) -> list[Trigger]:
     if signature.prefilter:
         branches = top_level_branches(signature.prefilter)
         return [Trigger(branch.encode(), is_regex=True) for branch in branches]
-    return [Trigger(t.encode()) for t in signature.triggers]
+    # The keyword's context in the pattern where known (`Error: ` for `Error`): a bare word
+    # is in test and package names on many lines of a big job's log.
+    return [Trigger(t.encode()) for t in signature.context_triggers or signature.triggers]
 
 
 def classify(
@@ -406,11 +424,7 @@ class JobClassifier:
         if raw.startswith(_SCRIPT_ECHO, logs.timestamp_length(raw)):
             return  # the step's script as GitHub echoes it: `echo "ERROR: ..."` is no error
         # Most candidate lines fail on a keyword: check them on the bytes, before decoding.
-        candidates = [
-            s
-            for s in {s.id: s for i in present for s in catalog.by_literal.get(i, ())}.values()
-            if catalog.keywords_hold(s, clean)
-        ]
+        candidates = catalog.regex_candidates(clean, present)
         travis_start = catalog.travis_start in present
         markers = catalog.error_marker in present or catalog.group_marker in present or travis_start
         step_end = markers or not catalog.step_ends.isdisjoint(present)
