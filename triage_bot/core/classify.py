@@ -18,7 +18,7 @@ from collections.abc import Iterable
 
 import regex
 
-from triage_bot.core import logs, pytest_sections, ranking
+from triage_bot.core import go_test_output, logs, pytest_sections, ranking
 from triage_bot.core.catalog import Catalog, Signature
 from triage_bot.core.classify_results import (
     FallbackLine,
@@ -42,6 +42,7 @@ from triage_bot.core.engine import (
     build_prefilter,
     choose_engine,
 )
+from triage_bot.core.go_test_output import GoTestOutput
 from triage_bot.core.log_tail import TailGate
 from triage_bot.core.logs import LineCounter, clip, lines_after, lines_ending_at
 from triage_bot.core.pytest_sections import PytestSections
@@ -130,12 +131,17 @@ class CompiledCatalog:
             [trigger_index(Trigger(t)) for t in pytest_sections.LITERAL_TRIGGERS]
             + [trigger_index(Trigger(t, is_regex=True)) for t in pytest_sections.REGEX_TRIGGERS]
         )
+        # Go's test headers and `x_test.go:NN:` lines, for the evidence of `--- FAIL` lines.
+        self.go_test_marks = frozenset(
+            trigger_index(Trigger(t)) for t in go_test_output.LITERAL_TRIGGERS
+        )
         # What makes _examine_line decode a line that no signature's regex is tried on.
         self.decoded_anyway = frozenset(
             {self.error_marker, self.group_marker, self.travis_start}
             | self.step_ends
             | self.error_words
             | self.pytest_marks
+            | self.go_test_marks
         )
         stand_ins = [k.encode() for s in catalog.signatures if s.prefilter for k in s.keywords]
         self.prefilter: Prefilter = build_prefilter(triggers, engine_name, stand_ins)
@@ -226,6 +232,7 @@ class JobClassifier:
         self._matches: dict[tuple[str, tuple[str, ...]], Match] = {}
         self._pending_after: list[Match] = []
         self._pytest = PytestSections()
+        self._go_tests = GoTestOutput()
         self._annotations: list[FallbackLine] = []
         self._groups: list[logs.GroupMark] = []
         # Steps (sections of the log between step ends), for ranking and the fallback.
@@ -430,8 +437,12 @@ class JobClassifier:
         step_end = markers or not catalog.step_ends.isdisjoint(present)
         error_words = not catalog.error_words.isdisjoint(present)
         pytest_line = not catalog.pytest_marks.isdisjoint(present)
-        if not candidates and not step_end and not error_words and not pytest_line:
+        go_test_line = not catalog.go_test_marks.isdisjoint(present)
+        if not (candidates or step_end or error_words or pytest_line or go_test_line):
             return
+        only_go_test = go_test_line and not (candidates or step_end or error_words or pytest_line)
+        if only_go_test and self._go_tests.header_bytes(clean[logs.timestamp_length(clean) :]):
+            return  # a `go test -v` header (one per test), read on its bytes, not decoded
         # Counted only now: most lines the scan finds end above, and lines come in order.
         number = self._lines_done + counter.newlines_before(start) + 1
         timestamp, text = logs.normalise(clean)
@@ -445,6 +456,8 @@ class JobClassifier:
             self._start_section(number)
         if pytest_line:
             self._read_pytest_line(block, start, end, number, text)
+        if go_test_line and not self._go_tests.header(text):
+            self._go_tests.message(number, text, lambda wanted: lines_after(block, end, wanted))
         candidates.sort(key=lambda s: catalog.rank[s.id])
         matched = any(
             self._try_signature(signature, block, start, end, number, timestamp, text)
@@ -646,7 +659,7 @@ class JobClassifier:
             last_line=number,
             section=self._section,
             level=ranking.low_level(text, found.start()),
-            explanation=self._pytest.window_for(text),
+            explanation=self._pytest.window_for(text) or self._go_tests.window_for(text),
         )
         _add_variants(match, captures)
         self._matches[key] = match
