@@ -180,8 +180,10 @@ def _ascii_class(piece: str) -> str:
     others = [c for c in piece if not c.isascii()]
     kept = "".join(c for c in piece if c.isascii())
     if piece.startswith("[^"):
-        return kept
-    return "(?:" + "|".join([kept, *(_bytes_of(c) for c in others)]) + ")"
+        return kept if kept != "[^]" else "[\\x00-\\xFF]"  # only non-ASCII left out: any byte
+    # A class of non-ASCII characters only leaves `[]`, which ripgrep refuses: drop it.
+    ascii_part = [kept] if kept != "[]" else []
+    return "(?:" + "|".join([*ascii_part, *(_bytes_of(c) for c in others)]) + ")"
 
 
 def for_ripgrep(pattern: str) -> str:
