@@ -335,7 +335,7 @@ def regex_reach(compiled: CompiledCatalog, block: bytes) -> RegexReach:
     reach = RegexReach(lines=block.count(b"\n"))
     seen: dict[int, set[int] | None] = {}
     for end, index in compiled.prefilter.scan_ids(block):
-        start = block.rfind(b"\n", 0, end) + 1
+        start = block.rfind(b"\n", 0, end - 1) + 1  # as the classifier finds it
         known = seen.setdefault(start, set())
         if known is not None:
             if index < 0:

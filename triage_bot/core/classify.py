@@ -124,7 +124,7 @@ class CompiledCatalog:
             trigger_index(Trigger(t.encode())) for t in ranking.STEP_END_LITERALS
         )
         self.error_words = frozenset(
-            trigger_index(Trigger(t.encode())) for t in ranking.FALLBACK_LITERALS
+            trigger_index(trigger) for trigger in _error_word_triggers(engine_name)
         )
         # pytest's `E` lines and section headers, for the evidence of its summary lines.
         self.pytest_marks = frozenset(
@@ -144,6 +144,8 @@ class CompiledCatalog:
             | self.go_test_marks
         )
         stand_ins = [k.encode() for s in catalog.signatures if s.prefilter for k in s.keywords]
+        if engine_name == "hyperscan":  # the error words' regex: their literals' colour parts
+            stand_ins += [word.encode() for word in ranking.FALLBACK_WORD_LITERALS]
         self.prefilter: Prefilter = build_prefilter(triggers, engine_name, stand_ins)
         self._keyword_bytes = {
             s.id: (tuple(k.encode() for k in s.keywords), tuple(k.encode() for k in s.any_keywords))
@@ -164,6 +166,18 @@ class CompiledCatalog:
         if not all(keyword in line for keyword in every):
             return False
         return not any_of or any(keyword in line for keyword in any_of)
+
+
+def _error_word_triggers(engine_name: str) -> list[Trigger]:
+    """What finds a best-guess line's error word: with Hyperscan, the words standing alone
+    (ranking.FALLBACK_WORD_REGEX) and the other literals; else every literal."""
+    if engine_name != "hyperscan":
+        return [Trigger(t.encode()) for t in ranking.FALLBACK_LITERALS]
+    others = [t for t in ranking.FALLBACK_LITERALS if t not in ranking.FALLBACK_WORD_LITERALS]
+    return [
+        Trigger(ranking.FALLBACK_WORD_REGEX, is_regex=True),
+        *(Trigger(t.encode()) for t in others),
+    ]
 
 
 def _triggers(signature: Signature) -> list[Trigger]:
@@ -393,7 +407,7 @@ class JobClassifier:
         # Line start -> the triggers the scan saw in it (None: not known for sure).
         seen: dict[int, set[int] | None] = {}
         for end, index in self._catalog.prefilter.scan_ids(block):
-            start = block.rfind(b"\n", 0, end) + 1
+            start = block.rfind(b"\n", 0, end - 1) + 1  # a regex may end on the newline
             known = seen.setdefault(start, set())
             if known is not None:
                 if index < 0:

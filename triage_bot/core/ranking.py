@@ -59,17 +59,29 @@ MAX_SECTIONS = 5000
 # Literals, not a regex: every engine scans literals fast (Python's `re` would try a regex
 # without a literal prefix at every byte). A word after a space or bracket, or a word with
 # its colon (which also finds it at a line's start); line_score then judges the line.
-FALLBACK_LITERALS = (
+FALLBACK_WORD_LITERALS = (
     *(
         lead + word
         for lead in (" ", "[", "(", "'", '"', "*", "=", "\t")
         for word in ("error", "Error", "ERROR", "fatal", "Fatal", "FATAL", "FAIL", "failed")
     ),
     *(" " + word for word in ("Failed", "failure", "Failure", "panic", "Killed", "Aborted")),
+    "FAIL",
+)
+# The same words as one regex, for an engine that scans a regex at its speed (Hyperscan): a
+# word standing alone, as _STRONG and _WEAK take it, so that `errorhandler-utils`,
+# `failed_login`, `FAILSAFE` and `errors.py` are not decoded (on a log of such names, 5 lines
+# in 6 that held one of the literals). It finds every line the literals find that
+# line_score can score; a word split by colour codes is found by the literals' colour parts.
+FALLBACK_WORD_REGEX = (
+    rb"(?:^|[^\w.\-/\\])(?:error|errors|Error|Errors|ERROR|ERRORS|fatal|Fatal|FATAL|FAIL|FAILED"
+    rb"|FAILURE|failed|Failed|failure|Failure|failures|panic|Killed|Aborted)(?:[^\w\-.]|\.\W|\.?$)"
+)
+FALLBACK_LITERALS = (
+    *FALLBACK_WORD_LITERALS,
     *(word + ":" for word in ("error", "Error", "ERROR", "fatal", "Fatal", "FATAL", "panic")),
     # At a line's start, followed by a space: `Failed asserting that ...` (PHPUnit).
     *(word + " " for word in ("Failed", "Failure", "FAILED", "Error", "ERROR", "Fatal")),
-    "FAIL",
     "ERR!",
     "Traceback",
     "Exception",
