@@ -43,7 +43,6 @@ from triage_bot.core.report import (
     FlakyVerdict,
     Group,
     Job,
-    Occurrence,
     Reference,
     Report,
 )
@@ -286,7 +285,9 @@ def _flaky_view(verdict: FlakyVerdict | None) -> dict[str, Any] | None:
         "why": verdict.why,
         "proofs": [
             {
-                "where": _occurrence_place(proof.failed),
+                # A number and a commit id only: safe as they are, in words the template's.
+                "pr": proof.failed.pr_number,
+                "commit": proof.failed.commit_sha[:10],
                 "failed": _url(proof.failed.url),
                 "passed": _url(proof.passed.url),
                 "passed_attempt": proof.passed.run_attempt,
@@ -295,12 +296,6 @@ def _flaky_view(verdict: FlakyVerdict | None) -> dict[str, Any] | None:
             for proof in verdict.proofs
         ],
     }
-
-
-def _occurrence_place(occurrence: Occurrence) -> str:
-    """Where a proof happened, in words: "#12, commit abc1234567"."""
-    commit = f"commit {occurrence.commit_sha[:10]}"
-    return f"#{occurrence.pr_number}, {commit}" if occurrence.pr_number is not None else commit
 
 
 def _base_view(base: BaseRun | None) -> dict[str, Any] | None:

@@ -11,13 +11,17 @@ its own commit that passed proves the failure flaky as anywhere else.
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from triage_bot.core.report import FlakyProof, FlakyVerdict, Group, Occurrence, Report
 from triage_bot.store.flaky import Context, Verdict, judge_keys
 from triage_bot.store.job_outcomes import JobOutcome, signature_key
 from triage_bot.store.store import Store
 from triage_bot.triage.outcomes import captures_key
+
+# A job's finish time is GitHub's clock, the window's end ours: a job that just finished may
+# be stamped a little after our "now". The window ends this much later, so it still counts.
+CLOCK_SKEW = timedelta(minutes=10)
 
 
 def group_failure_key(group: Group) -> str:
@@ -41,7 +45,12 @@ def judge_report(
     never = {group.signature.id for group in report.groups if group.signature.never_flaky}
     asking: Context | None = ("pr", str(pr_number)) if pr_number is not None else None
     verdicts = judge_keys(
-        store.outcomes, repo, keys, now=now or datetime.now(UTC), asking=asking, never=never
+        store.outcomes,
+        repo,
+        keys,
+        now=now or datetime.now(UTC) + CLOCK_SKEW,
+        asking=asking,
+        never=never,
     )
     groups = [
         replace(group, flaky=flaky_verdict(verdicts[group_failure_key(group)]))
