@@ -25,6 +25,7 @@ from tests.triage.test_outcomes import (
     passed_payload,
     world,
 )
+from triage_bot.commands.command_job import command_job
 from triage_bot.core.report import Report
 from triage_bot.triage.flaky_marks import judge_report
 from triage_bot.triage.pipeline import triage_job
@@ -47,7 +48,7 @@ def fail_then_pass(world: World, log: str) -> WorkflowRun:
     return first
 
 
-def next_pull_fails(world: World, log: str) -> tuple[PullRequest, dict[str, Any], str]:
+def next_pull_fails(world: World, log: str) -> tuple[PullRequest, WorkflowRun, dict[str, Any], str]:
     """Another pull request whose `test` fails the same way: the triage's JSON and comment."""
     other = world.fake.state.add_pull_request(world.repo, author="bob", head_ref="feature")
     run = world.fake.state.add_run(world.repo, pull=other, jobs=[NewJob("test", log=log)])
@@ -55,7 +56,7 @@ def next_pull_fails(world: World, log: str) -> tuple[PullRequest, dict[str, Any]
         triage_payload(REPO, world.installation.id, run), world.settings, world.store, options=FAST
     )
     [comment] = world.fake.state.comments_on(world.repo, other.number)
-    return other, result, comment.body
+    return other, run, result, comment.body
 
 
 def above_footer(body: str) -> str:
@@ -74,7 +75,7 @@ def test_a_failure_that_passed_on_re_run_is_likely_flaky_in_the_next_comment(
     world: World,
 ) -> None:
     first = fail_then_pass(world, PYTEST_LOG)
-    _pull, result, body = next_pull_fails(world, PYTEST_LOG)
+    _pull, _run, result, body = next_pull_fails(world, PYTEST_LOG)
     urls = job_urls(world, first)  # the test job of attempt 1 (failed) and 2 (passed)
     # The headline counts it as likely flaky, not as a failure of this pull request.
     headline = next(line for line in body.splitlines() if line.startswith(("❌", "⚠️", "✅")))
@@ -101,7 +102,7 @@ def test_a_failure_that_passed_on_re_run_is_likely_flaky_in_the_next_comment(
 
 
 def test_a_failure_with_no_history_is_new_and_judged_not_flaky(world: World) -> None:
-    _pull, result, body = next_pull_fails(world, PYTEST_LOG)
+    _pull, _run, result, body = next_pull_fails(world, PYTEST_LOG)
     assert "likely flaky" not in above_footer(body)
     assert "❌ **1 failure** ·" in body
     [group] = result["groups"]
@@ -112,7 +113,7 @@ def test_a_failure_with_no_history_is_new_and_judged_not_flaky(world: World) -> 
 def test_a_generic_failure_is_never_likely_flaky(world: World) -> None:
     # Nothing explains the deploy's line: its key is the best line, which proves nothing.
     fail_then_pass(world, WEIRD_LOG)
-    _pull, result, body = next_pull_fails(world, WEIRD_LOG)
+    _pull, _run, result, body = next_pull_fails(world, WEIRD_LOG)
     assert "likely flaky" not in above_footer(body)
     assert result["groups"] == []
     assert re.search(r"\*\*unexplained\*\*", body)
@@ -137,3 +138,35 @@ def test_a_signature_that_says_flaky_never_is_never_likely_flaky(world: World) -
     [group] = judge_report(world.store, REPO, never, pr_number=other.number).groups
     assert group.flaky is not None and not group.flaky.likely_flaky
     assert "never flaky" in group.flaky.why
+
+
+def retry(world: World, pull: PullRequest) -> dict[str, Any]:
+    """A maintainer's `/triage retry` on `pull`, as the queue's handler runs it."""
+    world.fake.state.grant(world.repo, "mona", "maintain")
+    asked = world.fake.state.add_comment(world.repo, pull.number, "mona", "/triage retry")
+    payload = {
+        "repo": REPO, "installation_id": world.installation.id, "pr_number": pull.number,
+        "author": "mona", "body": asked.body, "comment_id": asked.id,
+    }  # fmt: skip
+    return command_job(payload, world.settings, world.store, options=FAST)
+
+
+def test_retry_re_runs_a_likely_flaky_job_and_not_one_with_no_history(world: World) -> None:
+    # pytest's failure is not one a re-run cures (no `retry: true`): only its history makes
+    # it worth a re-run.
+    fail_then_pass(world, PYTEST_LOG)
+    flaky_pull, run, _result, _body = next_pull_fails(world, PYTEST_LOG)
+    [job] = world.fake.state.jobs_of(run)
+    result = retry(world, flaky_pull)
+    assert result["rerun"] == [job.id]
+    assert [(r.kind, r.job_id) for r in world.fake.state.reruns] == [("failed_jobs", None)]
+    reply = world.fake.state.comments_on(world.repo, flaky_pull.number)[-1].body
+    assert "Re-ran 1 job whose failure a re-run usually cures or is likely flaky" in reply
+
+
+def test_retry_leaves_a_failure_with_no_history(world: World) -> None:
+    pull, _run, _result, _body = next_pull_fails(world, PYTEST_LOG)
+    result = retry(world, pull)
+    assert result.get("rerun", []) == [] and world.fake.state.reruns == []
+    reply = world.fake.state.comments_on(world.repo, pull.number)[-1].body
+    assert "Nothing was re-run" in reply and "is not one a re-run cures" in reply
