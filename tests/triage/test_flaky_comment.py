@@ -15,7 +15,7 @@ from fakegithub.models import PullRequest, WorkflowRun
 from helpers import triage_payload
 from services import db_url
 
-from tests.triage.test_outcomes import (
+from triage.test_outcomes import (
     FAST,
     PYTEST_LOG,
     REPO,

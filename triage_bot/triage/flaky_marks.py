@@ -56,6 +56,9 @@ def judge_report(
         replace(group, flaky=flaky_verdict(verdicts[group_failure_key(group)]))
         for group in report.groups
     ]
+    # The new failures first, what is likely flaky after them (stable: each keeps its order;
+    # the base branch's comparison then puts what also fails there last).
+    groups.sort(key=lambda group: group.likely_flaky)
     return replace(report, groups=groups)
 
 
