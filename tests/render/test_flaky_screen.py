@@ -16,7 +16,7 @@ from render.test_first_screen import (
     laid_out,
     seed_report,
 )
-from triage_bot.core.render import render_comment
+from triage_bot.core.render import render_comment, render_text
 from triage_bot.core.report import FlakyProof, FlakyVerdict, Occurrence, Report
 
 __all__ = ["browser"]  # a fixture
@@ -83,3 +83,11 @@ def test_the_flaky_details_link_every_proof(browser: Any, tmp_path: Path) -> Non
     expected = [url for proof in proofs(3) for url in (proof.failed.url, proof.passed.url)]
     assert hrefs == expected
     assert texts == ["failed", "passed"] * 3
+
+
+def test_the_terminal_view_says_likely_flaky_with_the_proofs() -> None:
+    text = render_text(with_flaky_second(seed_report()), width=200)
+    assert "likely flaky: failed, then passed on a re-run of the same commit" in text
+    for proof in proofs(3):
+        assert f"{proof.failed.url} -> {proof.passed.url}" in text
+    assert text.count("likely flaky:") == 1
