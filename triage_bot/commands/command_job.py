@@ -58,6 +58,7 @@ from triage_bot.github_api.github import (
 from triage_bot.repo.repo_config import CONFIG_PATH, repo_setup
 from triage_bot.store.store import Store
 from triage_bot.triage import pipeline
+from triage_bot.triage.flaky_marks import judge_report
 from triage_bot.triage.retry import Verdict, plan, rerun, still_running
 from triage_bot.triage.run import FAILING_RUN_CONCLUSIONS, triage_run
 from triage_bot.triage.sticky_comment import note_unchanged
@@ -71,7 +72,8 @@ HELP = """\
 | `/triage` | triage the pull request's latest failed runs again and update the comment | \
 people with write access, and the pull request's author |
 | `/triage retry` | re-run the failed jobs whose root cause a re-run usually cures \
-(signatures marked `retry: true`) | people with write access |
+(signatures marked `retry: true`) or that the history calls likely flaky \
+| people with write access |
 | `/triage explain <signature-id>` | what a signature means and how to fix it | \
 people with write access, and the pull request's author |
 | `/triage help` | this list | anyone |
@@ -291,8 +293,10 @@ def _plan_run(
         run=run,
         compare=pipeline.compare_with_bases(call.settings, [call.pull.base.ref]),
     )
+    # The comment's flaky verdicts too: a likely-flaky failure is re-run as well.
+    report = judge_report(call.store, repo, report, pr_number=call.pull.number)
     jobs = client.list_jobs(repo, run.id, run.run_attempt)
-    return (run, plan(report, jobs), jobs) if jobs.failed else None
+    return (run, plan(report, jobs, flaky=True), jobs) if jobs.failed else None
 
 
 def _retry_summary(results: Sequence[tuple[WorkflowRun, Sequence[Verdict]]]) -> str:
@@ -301,7 +305,7 @@ def _retry_summary(results: Sequence[tuple[WorkflowRun, Sequence[Verdict]]]) -> 
     parts = []
     if done:
         count = f"{len(done)} job{'s' if len(done) != 1 else ''}"
-        parts.append(f"Re-ran {count} whose failure a re-run usually cures:\n")
+        parts.append(f"Re-ran {count} whose failure a re-run usually cures or is likely flaky:\n")
         parts += [f"- {_job(run, v)}: {_code(v.signature or '')}" for run, v in done]
     else:
         parts.append("Nothing was re-run.")

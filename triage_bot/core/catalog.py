@@ -100,6 +100,9 @@ class Signature:
     # The trigger's context in the pattern: longer literals, one of which every match holds
     # (trigger_context.py); the prefilter looks for them instead of the bare keyword.
     context_triggers: tuple[str, ...] = ()
+    # `flaky: never`: the failure is never called likely flaky, whatever its history says
+    # (a failure that is real each time it shows, a capture too broad to mean one failure).
+    never_flaky: bool = False
 
     @property
     def generic(self) -> bool:
@@ -390,6 +393,7 @@ def _build(
         source=source,
         wraps=data.get("wraps", False),
         final_report=data.get("final_report", False),
+        never_flaky=data.get("flaky") == "never",
     )
     return replace(signature, context_triggers=_context_triggers(signature)), []
 

@@ -38,7 +38,14 @@ from triage_bot.core.comment_words import (
     trimmed_window,
     value_noun,
 )
-from triage_bot.core.report import BaseRun, Group, Job, Reference, Report
+from triage_bot.core.report import (
+    BaseRun,
+    FlakyVerdict,
+    Group,
+    Job,
+    Reference,
+    Report,
+)
 from triage_bot.core.template_budget import BudgetSandbox, compile_bounded, render_bounded
 
 COMMENT_MARKER = "<!-- triage-bot:sticky-comment -->"
@@ -266,6 +273,28 @@ def _group_view(group: Group, detail: Detail) -> dict[str, Any]:
         "evidence": _evidence(first_job, detail, match.evidence),
         "reference": _reference_view(first_job.reference),
         "base": _base_view(group.base),
+        "flaky": _flaky_view(group.flaky),
+    }
+
+
+def _flaky_view(verdict: FlakyVerdict | None) -> dict[str, Any] | None:
+    """A likely flaky failure's reason and proofs, each a failed job and the pass after it."""
+    if verdict is None or not verdict.likely_flaky:
+        return None
+    return {
+        "why": verdict.why,
+        "proofs": [
+            {
+                # A number and a commit id only: safe as they are, in words the template's.
+                "pr": proof.failed.pr_number,
+                "commit": proof.failed.commit_sha[:10],
+                "failed": _url(proof.failed.url),
+                "passed": _url(proof.passed.url),
+                "passed_attempt": proof.passed.run_attempt,
+                "same_run": proof.passed.run_id == proof.failed.run_id,
+            }
+            for proof in verdict.proofs
+        ],
     }
 
 
@@ -312,10 +341,12 @@ def heading_title(title: str) -> str:
 def _headline(report: Report) -> dict[str, Any]:
     """The verdict's counts, over the whole report (whatever the cap leaves out below).
     `compared`: whether the base branch's run was looked at; without it nothing is "new".
-    (Likely flaky is for a later issue: its count joins these, and the template's phrases.)"""
+    A failure also on the base branch counts there, else a likely flaky one as flaky: neither
+    is new."""
     also = sum(1 for group in report.groups if group.base is not None)
+    flaky = sum(1 for group in report.groups if group.base is None and group.likely_flaky)
     compared = report.base is not None
-    new = len(report.groups) - also
+    new = len(report.groups) - also - flaky
     unexplained = len(report.unmatched)
     if compared and new == 0 and unexplained == 0:
         icon = "✅"
@@ -329,6 +360,7 @@ def _headline(report: Report) -> dict[str, Any]:
         "failures": len(report.groups),
         "new": new,
         "also": also,
+        "flaky": flaky,
         "unexplained": unexplained,
         "branch": report.base.branch if report.base else "",
     }
@@ -337,6 +369,8 @@ def _headline(report: Report) -> dict[str, Any]:
 def _status(group: Group, compared: bool) -> str:
     if group.base is not None:
         return "also"
+    if group.likely_flaky:
+        return "flaky"
     return "new" if compared else "failing"
 
 
@@ -382,7 +416,14 @@ def _unexplained_row(view: dict[str, Any]) -> dict[str, Any]:
 def _open_group(groups: Sequence[Group]) -> int | None:
     """The index of the failure whose details stay open: the first new one (all failures
     count as new when nothing was compared); None when every failure is on the base too."""
-    return next((index for index, group in enumerate(groups) if group.base is None), None)
+    return next(
+        (
+            index
+            for index, group in enumerate(groups)
+            if group.base is None and not group.likely_flaky
+        ),
+        None,
+    )
 
 
 def _context(report: Report, detail: Detail, limit: int | None) -> dict[str, Any]:

@@ -61,6 +61,35 @@ class BaseRun:
     conclusion: str
 
 
+@dataclass(frozen=True)
+class Occurrence:
+    """One job of the recorded history, as a proof links it."""
+
+    url: str | None
+    commit_sha: str
+    run_id: int
+    run_attempt: int
+    pr_number: int | None = None
+
+
+@dataclass(frozen=True)
+class FlakyProof:
+    """A failure of the same key and the pass of the same job on the same code after it."""
+
+    rule: str  # "re-run" or "elsewhere" (store/flaky.py)
+    failed: Occurrence
+    passed: Occurrence
+
+
+@dataclass(frozen=True)
+class FlakyVerdict:
+    """What the recorded history says of a failure (store/flaky.py `judge`)."""
+
+    likely_flaky: bool
+    why: str
+    proofs: tuple[FlakyProof, ...] = ()
+
+
 @dataclass
 class Group:
     signature: Signature
@@ -70,6 +99,12 @@ class Group:
     example: Match
     # Set when the same failure is in the base branch's run: likely not the pull request's.
     base: BaseRun | None = None
+    # What the recorded history says of it (None: not judged, no store at hand).
+    flaky: FlakyVerdict | None = None
+
+    @property
+    def likely_flaky(self) -> bool:
+        return self.flaky is not None and self.flaky.likely_flaky
 
 
 @dataclass
@@ -262,6 +297,7 @@ def report_json(report: Report) -> dict[str, Any]:
             "captures": group.captures,
             "jobs": [job.name for job in group.jobs],
             "base": base_json(group.base),
+            "flaky": flaky_json(group.flaky),
             **texts_json(group.example),
             "reason": group.example.reason,
         }
@@ -285,3 +321,31 @@ def base_json(base: BaseRun | None) -> dict[str, str] | None:
     if base is None:
         return None
     return {"branch": base.branch, "run_url": base.run_url, "conclusion": base.conclusion}
+
+
+def flaky_json(verdict: FlakyVerdict | None) -> dict[str, Any] | None:
+    """A group's flaky verdict and the occurrences that prove it (null: not judged)."""
+    if verdict is None:
+        return None
+    return {
+        "likely_flaky": verdict.likely_flaky,
+        "why": verdict.why,
+        "proofs": [
+            {
+                "rule": p.rule,
+                "failed": occurrence_json(p.failed),
+                "passed": occurrence_json(p.passed),
+            }
+            for p in verdict.proofs
+        ],
+    }
+
+
+def occurrence_json(occurrence: Occurrence) -> dict[str, Any]:
+    return {
+        "url": occurrence.url,
+        "commit": occurrence.commit_sha,
+        "run_id": occurrence.run_id,
+        "attempt": occurrence.run_attempt,
+        "pr": occurrence.pr_number,
+    }

@@ -119,6 +119,10 @@ def _failure(number: int, group: Group) -> Iterator[RenderableType]:
     if group.base is not None:
         where = f"also failing on {group.base.branch}: likely unrelated to this pull request"
         yield _indented(Text(f"{where} ({group.base.run_url})", style="yellow"))
+    if group.flaky is not None and group.flaky.likely_flaky:  # as the comment says it
+        proofs = [f"{p.failed.url} -> {p.passed.url}" for p in group.flaky.proofs]
+        yield _indented(Text(f"likely flaky: {group.flaky.why}", style="yellow"))
+        yield from (_indented(Text(proof)) for proof in proofs)
     yield _indented(Markdown(text.summary, hyperlinks=False))
     names = ", ".join(job.name for job in group.jobs[:MAX_JOB_NAMES])
     more = len(group.jobs) - MAX_JOB_NAMES

@@ -23,6 +23,7 @@ from triage_bot.repo.repo_config import RepoConfig, repo_setup, skip_reason
 from triage_bot.store.comment_sections import Section
 from triage_bot.store.store import Store
 from triage_bot.triage import baseline, check_run
+from triage_bot.triage.flaky_marks import judge_report
 from triage_bot.triage.passing_cache import PassingCache
 from triage_bot.triage.reference import CompareWith
 from triage_bot.triage.retry import auto_retry
@@ -91,6 +92,8 @@ def triage_job(
         )
         pr_number = next((t.number for t in targets), None)
         baseline.record_triage(store, repo, run, attempt, report, listed.jobs, pr_number)
+        # After the record: a failure judged flaky is judged on its history, this run's too.
+        report = judge_report(store, repo, report, pr_number=pr_number)
         bases = (t.base_ref for t in targets if not t.skip)
         compared = baseline.compare(client, store, run, report, bases, setup.catalog, settings)
         if on_report is not None:

@@ -1,5 +1,7 @@
 """Re-running only the failed jobs that a re-run cures: those whose root cause is a signature
-marked `retry: true` (a runner lost, a registry's hiccup). Any other job is never re-run.
+marked `retry: true` (a runner lost, a registry's hiccup), and, for `/triage retry`, those
+whose failure the recorded history calls likely flaky (flaky_marks.py). Any other job is
+never re-run.
 
 `plan` says, for each failed job of a triaged run, whether to re-run it or why not; `rerun`
 carries a plan out; `auto_retry` is what a triage does when the repository's config asks for
@@ -59,8 +61,14 @@ def retryable(job: Job) -> bool:
     return root is not None and root.signature.retry
 
 
-def plan(report: Report, jobs: RunJobs) -> list[Verdict]:
-    """For each job of a triaged, completed run: re-run it or not, and why."""
+def plan(report: Report, jobs: RunJobs, *, flaky: bool = False) -> list[Verdict]:
+    """For each job of a triaged, completed run: re-run it or not, and why. `flaky`: re-run
+    too the jobs of the groups the recorded history calls likely flaky (`/triage retry`)."""
+    flaky_jobs = (
+        {id(job) for group in report.groups if group.likely_flaky for job in group.jobs}
+        if flaky
+        else set()
+    )
     verdicts = []
     for job in report.jobs:
         root = job.result.root_cause
@@ -70,7 +78,7 @@ def plan(report: Report, jobs: RunJobs) -> list[Verdict]:
             verdicts.append(Verdict(job.name, job_id, False, NO_SIGNATURE))
         elif root.new is False:
             verdicts.append(Verdict(job.name, job_id, False, ONLY_OLD, root.signature.id))
-        elif not root.signature.retry:
+        elif not root.signature.retry and id(job) not in flaky_jobs:
             reason = f"the root cause `{root.signature.id}` is not one a re-run cures"
             verdicts.append(Verdict(job.name, job_id, False, reason, root.signature.id))
         elif job_id is None:
