@@ -123,8 +123,15 @@ def test_likely_flaky_lists_a_specific_key_that_passed_on_rerun_never_a_line(
 ) -> None:
     specific_key = signature_key("python-pytest-failed", '["tests/test_io.py::test_read"]')
     generic_line = line_key("Error: Process completed with exit code <n>.")
-    failed_sig = _job(1, 1, "failure", signature="python-pytest-failed",
-                      captures={"test": "tests/test_io.py::test_read"}, failure_key=specific_key)  # fmt: skip
+    capture = {"test": "tests/test_io.py::test_read"}
+    failed_sig = _job(
+        1,
+        1,
+        "failure",
+        signature="python-pytest-failed",
+        captures=capture,
+        failure_key=specific_key,
+    )
     jobs = [
         failed_sig,
         _job(2, 2, "success"),
