@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -192,3 +193,18 @@ def _job(job_id: int, attempt: int, conclusion: str, **changes: Any) -> JobOutco
         pr_number=12, url=f"https://github.com/o/r/actions/runs/100/job/{job_id}",
     )  # fmt: skip
     return replace(base, **changes)
+
+
+def test_a_database_without_history_is_named_and_left_as_it_was(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    missing = tmp_path / "missing.db"
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{missing}")
+    assert main(["report"]) == 1
+    assert "no database" in capsys.readouterr().err
+    assert not missing.exists()  # the report reads; it creates nothing
+    empty = tmp_path / "empty.db"
+    sqlite3.connect(empty).close()
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{empty}")
+    assert main(["report"]) == 1
+    assert "db upgrade" in capsys.readouterr().err

@@ -15,13 +15,15 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from triage_bot.cli.report_clusters import CONTROL, Cluster
 from triage_bot.config import environment, load_settings
 from triage_bot.core import sources
 
 if TYPE_CHECKING:
-    from triage_bot.store.store import Store
+    from sqlalchemy import Engine
 
+    from triage_bot.cli.report_clusters import Cluster
+
+EXIT_FAILED = 1
 FORMATS = ("text", "json", "html")
 DEFAULT_SINCE = "30d"
 TOP = 10
@@ -84,26 +86,35 @@ def parse_period(text: str) -> timedelta:
 
 def run_report(args: argparse.Namespace) -> int:
     # Imported here: the database's modules would slow every other command's start.
-    from triage_bot.store.store import Store
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from triage_bot.store import coverage
 
     since = datetime.now(UTC) - parse_period(args.since)
-    store = Store(load_settings(environment()).database_url)
     try:
-        report = build_report(store, since, args.repo, top=max(args.top, 1))
+        engine = coverage.open_for_report(load_settings(environment()).database_url)
+    except (coverage.NoHistory, SQLAlchemyError) as exc:
+        print(f"triage-bot: report: {exc}".splitlines()[0], file=sys.stderr)
+        return EXIT_FAILED
+    try:
+        report = build_report(engine, since, args.repo, top=max(args.top, 1))
     finally:
-        store.close()
+        engine.dispose()
     sys.stdout.write(render(report, args.format))
     return 0
 
 
-def build_report(store: Store, since: datetime, repo: str | None, top: int = TOP) -> CoverageReport:
-    """The report of the jobs of `repo` (None: all) finished since `since`, from `store`."""
+def build_report(
+    engine: Engine, since: datetime, repo: str | None, top: int = TOP
+) -> CoverageReport:
+    """The report of the jobs of `repo` (None: all) finished since `since`."""
     from triage_bot.cli.report_clusters import cluster_unexplained
     from triage_bot.store import coverage
+    from triage_bot.store.job_outcomes import JobOutcomes
 
-    jobs = coverage.failed_jobs(store.engine, since, repo)
+    jobs = coverage.failed_jobs(engine, since, repo)
     counted = coverage.coverage(jobs, top)
-    verdicts = coverage.flaky_verdicts(store.outcomes, jobs, now=datetime.now(UTC))
+    verdicts = coverage.flaky_verdicts(JobOutcomes(engine), jobs, now=datetime.now(UTC))
     flaky = [
         FlakyKey(name, v.key, v.why, [p.failed.url or "" for p in v.proofs])
         for name, found in verdicts.items()
@@ -179,4 +190,6 @@ def render_text(report: CoverageReport) -> str:
 def _printable(text: str) -> str:
     """A key as a terminal may show it: its control characters (a hostile capture's cursor
     moves) as spaces."""
+    from triage_bot.cli.report_clusters import CONTROL
+
     return CONTROL.sub(" ", text)
