@@ -9,7 +9,7 @@ from pathlib import Path
 
 from triage_bot import __version__
 from triage_bot.catalog_tools import catalog_check
-from triage_bot.cli import catalog_view, cli_db, cli_triage
+from triage_bot.cli import catalog_view, cli_db, cli_report, cli_triage
 from triage_bot.config import Role, SettingsError, environment, load_settings, parse_size
 from triage_bot.core import sources
 
@@ -106,6 +106,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_github_commands(commands)
     _add_catalog_commands(commands)
     cli_db.add_db_commands(commands)
+    cli_report.add_report_command(commands)
     _add_help_command(commands)
     return parser
 
