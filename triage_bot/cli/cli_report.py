@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from triage_bot.config import environment, load_settings
 from triage_bot.core import sources
+from triage_bot.core.catalog import load_catalog
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -114,7 +115,10 @@ def build_report(
 
     jobs = coverage.failed_jobs(engine, since, repo)
     counted = coverage.coverage(jobs, top)
-    verdicts = coverage.flaky_verdicts(JobOutcomes(engine), jobs, now=datetime.now(UTC))
+    never = {s.id for s in load_catalog().signatures if s.never_flaky}  # `flaky: never`
+    verdicts = coverage.flaky_verdicts(
+        JobOutcomes(engine), jobs, now=datetime.now(UTC), never=never
+    )
     flaky = [
         FlakyKey(name, v.key, v.why, [p.failed.url or "" for p in v.proofs])
         for name, found in verdicts.items()

@@ -10,7 +10,7 @@ attempts counts three times: each was a red job someone looked at.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -116,18 +116,23 @@ def coverage(jobs: Sequence[FailedJob], top: int = 10) -> Coverage:
 
 
 def flaky_verdicts(
-    outcomes: JobOutcomes, jobs: Sequence[FailedJob], *, now: datetime
+    outcomes: JobOutcomes,
+    jobs: Sequence[FailedJob],
+    *,
+    now: datetime,
+    never: Collection[str] = (),
 ) -> dict[str, list[Verdict]]:
     """The likely-flaky failure keys of each repository, by flaky.judge over the flaky window
     (whatever the report's period). Only keys specific enough to be judged are read back
-    from the store: the others can never be likely flaky."""
+    from the store: the others can never be likely flaky; nor can those of the signatures
+    in `never` (their file says `flaky: never`)."""
     keys_by_repo: dict[str, set[str]] = {}
     for job in jobs:
         if job.failure_key and specific(_as_outcome(job)):
             keys_by_repo.setdefault(job.repo, set()).add(job.failure_key)
     found: dict[str, list[Verdict]] = {}
     for repo, keys in sorted(keys_by_repo.items()):
-        verdicts = judge_keys(outcomes, repo, keys, now=now)
+        verdicts = judge_keys(outcomes, repo, keys, now=now, never=never)
         flaky = [verdict for verdict in verdicts.values() if verdict.likely_flaky]
         if flaky:
             found[repo] = sorted(flaky, key=lambda verdict: verdict.key)
