@@ -116,14 +116,15 @@ class PassingUnreadable(Exception):
 # cannot be looked for: what decoding put for bytes that are not UTF-8 (the raw line holds
 # the bytes), and NUL (Hyperscan takes patterns as C strings).
 _NOT_VERBATIM = regex.compile(r"<(?:time|tmp|uuid|hex|port|pid|dur|size|pct|n)>|[\x00\ufffd]+")
-# A run shorter than this is too common to look for (the anchor); a word shorter than
-# MIN_CHECKED_BYTES too common to be worth checking; a longer run is looked for by its start.
+# An anchor is a window of MIN_ANCHOR_BYTES to MAX_ANCHOR_BYTES of an asked line (shorter is
+# too common to look for; longer costs Hyperscan's compile more than it saves); a word
+# shorter than MIN_CHECKED_BYTES is too common to be worth checking on a hit line.
 MIN_ANCHOR_BYTES = 3
+MAX_ANCHOR_BYTES = 16
 MIN_CHECKED_BYTES = 4
 _SPACE = ord(" ")
 # Hits of an anchor whose lines are all found after which it is no longer looked for.
 REBUILD_HITS = 1000
-MAX_ANCHOR_BYTES = 16  # longer ones cost Hyperscan's compile more than they save
 # Lines of the passing log looked at, remembered so that a line printed again (a third of a
 # real log's lines) is looked at once: 8 bytes of hash each in a set, ~5 MiB at most.
 MAX_SEEN_LINES = 1 << 16
