@@ -333,22 +333,11 @@ def regex_reach(compiled: CompiledCatalog, block: bytes) -> RegexReach:
     the scan finds the lines holding a trigger, the stripped line says which triggers it
     holds, and a signature whose keywords the line holds is tried."""
     reach = RegexReach(lines=block.count(b"\n"))
-    seen: dict[int, set[int] | None] = {}
-    for end, index in compiled.prefilter.scan_ids(block):
-        start = block.rfind(b"\n", 0, end - 1) + 1  # as the classifier finds it
-        known = seen.setdefault(start, set())
-        if known is not None:
-            if index < 0:
-                seen[start] = None
-            else:
-                known.add(index)
-    for start, known in seen.items():
+    for start, known in compiled.lines_found(block).items():
         end = block.find(b"\n", start)
         raw = block[start : len(block) if end < 0 else end]
         clean = logs.strip_ansi(raw)
-        present = (
-            known if known is not None and clean is raw else compiled.prefilter.literals_in(clean)
-        )
+        present = compiled.triggers_in(raw, clean, known)
         candidates = compiled.regex_candidates(clean, present)
         if candidates or not present.isdisjoint(compiled.decoded_anyway):
             reach.decoded += 1

@@ -152,12 +152,30 @@ class CompiledCatalog:
             for s in catalog.signatures
         }
 
-    def regex_candidates(self, clean: bytes, present: set[int] | None) -> list[Signature]:
+    def lines_found(self, block: bytes) -> dict[int, set[int] | None]:
+        """The start of each line of `block` (whole lines) the scan found, with the triggers
+        it saw there (None: not known for sure: a colour part, an engine that cannot say)."""
+        seen: dict[int, set[int] | None] = {}
+        for end, index in self.prefilter.scan_ids(block):
+            start = block.rfind(b"\n", 0, end - 1) + 1  # a regex may end on the newline
+            known = seen.setdefault(start, set())
+            if known is not None:
+                if index < 0:
+                    seen[start] = None
+                else:
+                    known.add(index)
+        return seen
+
+    def triggers_in(self, raw: bytes, clean: bytes, known: set[int] | None) -> set[int]:
+        """The triggers a found line holds: the scan's own account of a plain line is
+        complete; a coloured line's stripped text (`clean`) may hold more than its raw bytes
+        showed, and is asked."""
+        return known if known is not None and clean is raw else self.prefilter.literals_in(clean)
+
+    def regex_candidates(self, clean: bytes, present: set[int]) -> list[Signature]:
         """The signatures whose regex a line (stripped of colour) is tried against, as
-        JobClassifier._examine_line picks them: those of the triggers it holds (`present`,
-        the scan's account; None: asked of the line) whose keywords it holds too."""
-        if present is None:
-            present = self.prefilter.literals_in(clean)
+        JobClassifier._examine_line picks them: those of the triggers it holds (`present`)
+        whose keywords it holds too."""
         by_id = {s.id: s for index in present for s in self.by_literal.get(index, ())}
         return [s for s in by_id.values() if self.keywords_hold(s, clean)]
 
@@ -173,7 +191,7 @@ def _error_word_triggers(engine_name: str) -> list[Trigger]:
     (ranking.FALLBACK_WORD_REGEX) and the other literals; else every literal."""
     if engine_name != "hyperscan":
         return [Trigger(t.encode()) for t in ranking.FALLBACK_LITERALS]
-    others = [t for t in ranking.FALLBACK_LITERALS if t not in ranking.FALLBACK_WORD_LITERALS]
+    others = ranking.FALLBACK_OTHER_LITERALS
     return [
         Trigger(ranking.FALLBACK_WORD_REGEX, is_regex=True),
         *(Trigger(t.encode()) for t in others),
@@ -404,16 +422,7 @@ class JobClassifier:
             self._fill_pending_after(block)
         if self._pytest.reading:
             self._pytest.next_block(block)
-        # Line start -> the triggers the scan saw in it (None: not known for sure).
-        seen: dict[int, set[int] | None] = {}
-        for end, index in self._catalog.prefilter.scan_ids(block):
-            start = block.rfind(b"\n", 0, end - 1) + 1  # a regex may end on the newline
-            known = seen.setdefault(start, set())
-            if known is not None:
-                if index < 0:
-                    seen[start] = None
-                else:
-                    known.add(index)
+        seen = self._catalog.lines_found(block)
         counter = LineCounter(block)
         for start in sorted(seen):
             if self._out_of_time(start, counter):
@@ -435,11 +444,7 @@ class JobClassifier:
         catalog = self._catalog
         raw = block[start:end]
         clean = logs.strip_ansi(raw)
-        # The scan's own account of a plain line is complete; a coloured line's stripped
-        # text may hold more than the raw bytes showed.
-        present = (
-            known if known is not None and clean is raw else catalog.prefilter.literals_in(clean)
-        )
+        present = catalog.triggers_in(raw, clean, known)
         if not present:
             return  # a colour-tolerant part that was not the literal after all
         if raw.startswith(_SCRIPT_ECHO, logs.timestamp_length(raw)):
@@ -452,11 +457,10 @@ class JobClassifier:
         error_words = not catalog.error_words.isdisjoint(present)
         pytest_line = not catalog.pytest_marks.isdisjoint(present)
         go_test_line = not catalog.go_test_marks.isdisjoint(present)
-        if not (candidates or step_end or error_words or pytest_line or go_test_line):
+        decoded = candidates or step_end or error_words or pytest_line
+        # A `go test -v` header (one per test) is read on its bytes, not decoded.
+        if not decoded and (not go_test_line or self._go_header(clean)):
             return
-        only_go_test = go_test_line and not (candidates or step_end or error_words or pytest_line)
-        if only_go_test and self._go_tests.header_bytes(clean[logs.timestamp_length(clean) :]):
-            return  # a `go test -v` header (one per test), read on its bytes, not decoded
         # Counted only now: most lines the scan finds end above, and lines come in order.
         number = self._lines_done + counter.newlines_before(start) + 1
         timestamp, text = logs.normalise(clean)
@@ -489,6 +493,9 @@ class JobClassifier:
                     if self._api_failing is None and self._in_api_step(timestamp):
                         self._api_failing = self._section
                 self._end_section(number, SectionEnd(number, failed, clip(text)))
+
+    def _go_header(self, clean: bytes) -> bool:
+        return self._go_tests.header_bytes(clean[logs.timestamp_length(clean) :])
 
     def _read_pytest_line(self, block: bytes, start: int, end: int, number: int, text: str) -> None:
         """A pytest section's header or `E` line: the first of a run of `E` lines is kept with

@@ -77,8 +77,7 @@ FALLBACK_WORD_REGEX = (
     rb"(?:^|[^\w.\-/\\])(?:error|errors|Error|Errors|ERROR|ERRORS|fatal|Fatal|FATAL|FAIL|FAILED"
     rb"|FAILURE|failed|Failed|failure|Failure|failures|panic|Killed|Aborted)(?:[^\w\-.]|\.\W|\.?$)"
 )
-FALLBACK_LITERALS = (
-    *FALLBACK_WORD_LITERALS,
+FALLBACK_OTHER_LITERALS = (
     *(word + ":" for word in ("error", "Error", "ERROR", "fatal", "Fatal", "FATAL", "panic")),
     # At a line's start, followed by a space: `Failed asserting that ...` (PHPUnit).
     *(word + " " for word in ("Failed", "Failure", "FAILED", "Error", "ERROR", "Fatal")),
@@ -87,6 +86,7 @@ FALLBACK_LITERALS = (
     "Exception",
     "aborted!",
 )
+FALLBACK_LITERALS = FALLBACK_WORD_LITERALS + FALLBACK_OTHER_LITERALS
 # The literals of the step ends (the `##[error]` and `##[group]` markers are scanned anyway).
 STEP_END_LITERALS = (
     "exited with",

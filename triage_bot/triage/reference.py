@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from triage_bot.config import DEFAULT_COMPARE_TIMEOUT, DEFAULT_MAX_LOG_BYTES
+from triage_bot.core import sources
 from triage_bot.core.classify import CompiledCatalog
 from triage_bot.core.compare import PassingFile, PassingUnreadable
 from triage_bot.core.report import Reference
@@ -364,16 +365,12 @@ def _names(jobs: Sequence[str], shown: int = 5) -> str:
     return ", ".join(jobs[:shown]) + more
 
 
-# What a passing log is read in, when compared with.
-CHUNK_BYTES = 1 << 20
-
-
 def _file_chunks(opened: BinaryIO) -> Iterator[bytes]:
     """An open passing log from its start (positioned reads: the handle may be shared by two
     failed jobs of one family, read in two threads)."""
     offset = 0
     try:
-        while chunk := os.pread(opened.fileno(), CHUNK_BYTES, offset):
+        while chunk := os.pread(opened.fileno(), sources.CHUNK_BYTES, offset):
             offset += len(chunk)
             yield chunk
     except (OSError, ValueError) as error:  # ValueError: closed meanwhile
