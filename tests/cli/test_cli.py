@@ -185,3 +185,12 @@ def test_help_with_an_unknown_command_is_a_usage_error() -> None:
     assert done.returncode == 2
     assert done.stdout == ""
     assert "invalid choice: 'bogus'" in done.stderr
+
+
+def test_an_unknown_engine_is_one_line_not_a_traceback() -> None:
+    done = triage(str(EXAMPLES), env={"TRIAGE_ENGINE": "aho-corasick"})
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "triage-bot: TRIAGE_ENGINE: unknown engine 'aho-corasick'; "
+        "choose one of hyperscan, ahocorasick, python"
+    ]

@@ -12,6 +12,7 @@ from triage_bot.catalog_tools import catalog_check
 from triage_bot.cli import catalog_view, cli_db, cli_report, cli_triage
 from triage_bot.config import Role, SettingsError, environment, load_settings, parse_size
 from triage_bot.core import sources
+from triage_bot.core.engine import UnknownEngine
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -324,7 +325,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         # Each command's function returns its exit code, or None when it did what it was asked.
         exit_code: int | None = args.run(args)
-    except (sources.InputError, SettingsError) as exc:
+    except (sources.InputError, SettingsError, UnknownEngine) as exc:
         print(f"triage-bot: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except cli_triage.GitHubFailed as exc:

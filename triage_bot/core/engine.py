@@ -240,6 +240,10 @@ _ENGINES: dict[str, type[HyperscanPrefilter | AhoCorasickPrefilter | RegexPrefil
 }
 
 
+class UnknownEngine(ValueError):
+    """TRIAGE_ENGINE (or an argument) names no engine: one line saying which there are."""
+
+
 def engine_names() -> list[str]:
     return list(_ENGINES)
 
@@ -249,7 +253,9 @@ def choose_engine(engine: str | None = None) -> str:
     wanted = engine or os.environ.get("TRIAGE_ENGINE") or ""
     if wanted:
         if wanted not in _ENGINES:
-            raise ValueError(f"unknown engine {wanted!r}; choose one of {', '.join(_ENGINES)}")
+            raise UnknownEngine(
+                f"TRIAGE_ENGINE: unknown engine {wanted!r}; choose one of {', '.join(_ENGINES)}"
+            )
         return wanted
     for name, module in (("hyperscan", "hyperscan"), ("ahocorasick", "ahocorasick_rs")):
         try:
