@@ -1,0 +1,390 @@
+"""What the dashboard (service/dashboard_page.py) shows of one repository's recorded job
+outcomes (job_outcomes.py), read with a few aggregating queries: no query returns a row per
+job, except the newest CLUSTER_LIMIT unexplained jobs that drain3 clusters (report_clusters).
+
+The figures are those of the coverage report (coverage.py) over the days shown: a failed job
+is one job of one run attempt that failed; it is explained when its failure key is a
+signature's (`sig:`). A failed job is counted as likely flaky, instead of explained, when its
+key is judged likely flaky now (flaky.py, over the last 14 days), whatever its day.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+
+from sqlalchemy import ColumnElement, Engine, and_, case, func, or_, select
+
+from triage_bot.store.coverage import FailedJob
+from triage_bot.store.flaky import FLAKY_WINDOW, Verdict, judge
+from triage_bot.store.job_outcomes import (
+    FAILED_CONCLUSIONS,
+    LINE_KEY,
+    PASSED_CONCLUSIONS,
+    SIGNATURE_KEY,
+    JobOutcome,
+    JobOutcomes,
+)
+from triage_bot.store.report_clusters import Cluster, cluster_unexplained
+from triage_bot.store.schema import job_outcomes
+
+DEFAULT_DAYS = 30
+TOP = 10
+# drain3 takes some 60 us a line: the newest this many unexplained jobs are clustered, which
+# bounds the page's time whatever the repository's size (the page says how many it took).
+CLUSTER_LIMIT = 2000
+# `failed_counts` binds one parameter a repository: chunks stay far below SQLite's limit.
+_REPOS_PER_QUERY = 500
+
+_FAILED = sorted(FAILED_CONCLUSIONS)
+_PASSED = sorted(PASSED_CONCLUSIONS)
+_SIGNATURE, _LINE, _NO_LINE = "signature", "line", "none"
+
+
+@dataclass(frozen=True)
+class DayCounts:
+    """The failed jobs of one day (UTC), by what the catalog and the history made of them."""
+
+    day: date
+    explained: int  # by a signature, and not likely flaky
+    likely_flaky: int
+    unexplained: int
+
+    @property
+    def failed(self) -> int:
+        return self.explained + self.likely_flaky + self.unexplained
+
+
+@dataclass(frozen=True)
+class FlakyKey:
+    key: str
+    signature: str | None
+    why: str
+    failures: int  # its failed jobs in the days shown
+    proofs: tuple[tuple[JobOutcome, JobOutcome], ...]  # (failed, passed), newest first
+
+
+@dataclass(frozen=True)
+class DashboardData:
+    repo: str
+    since: datetime  # the first day's midnight (UTC)
+    days: list[DayCounts]  # oldest first, one per day, days without failures too
+    signatures: list[tuple[str, int]]  # the most frequent first
+    flaky: list[FlakyKey]
+    clusters: list[Cluster]
+    clustered: int  # the unexplained jobs drain3 clustered (the newest CLUSTER_LIMIT)
+    with_line: int  # the unexplained jobs that have a best line to cluster
+
+    @property
+    def failed(self) -> int:
+        return sum(day.failed for day in self.days)
+
+    @property
+    def explained(self) -> int:
+        """Failed jobs a signature explains (the likely-flaky ones included: a signature's)."""
+        return sum(day.explained + day.likely_flaky for day in self.days)
+
+    @property
+    def likely_flaky(self) -> int:
+        return sum(day.likely_flaky for day in self.days)
+
+    @property
+    def unexplained(self) -> int:
+        return sum(day.unexplained for day in self.days)
+
+    @property
+    def coverage(self) -> float:
+        return self.explained / self.failed if self.failed else 0.0
+
+
+@dataclass(frozen=True)
+class WeekCoverage:
+    first: date
+    failed: int
+    explained: int
+
+    @property
+    def share(self) -> float | None:
+        """The share a signature explains; None for a week without failed jobs."""
+        return self.explained / self.failed if self.failed else None
+
+
+def weekly(days: Sequence[DayCounts]) -> list[WeekCoverage]:
+    """`days` (oldest first) in weeks of 7 days that end with the last day, oldest first; the
+    first week may be shorter."""
+    weeks = []
+    for end in range(len(days), 0, -7):
+        week = days[max(end - 7, 0) : end]
+        failed = sum(day.failed for day in week)
+        explained = sum(day.explained + day.likely_flaky for day in week)
+        weeks.append(WeekCoverage(week[0].day, failed, explained))
+    return weeks[::-1]
+
+
+def first_day(now: datetime, days: int) -> datetime:
+    """Midnight (UTC) of the first of `days` days that end with `now`'s."""
+    today = now.astimezone(UTC).date()
+    return datetime.combine(today - timedelta(days=days - 1), time(), UTC)
+
+
+def dashboard_data(
+    engine: Engine,
+    repo: str,
+    now: datetime,
+    *,
+    days: int = DEFAULT_DAYS,
+    never: Collection[str] = (),
+    top: int = TOP,
+    cluster_limit: int = CLUSTER_LIMIT,
+) -> DashboardData:
+    """`repo`'s figures over the `days` days that end with `now`'s (UTC); `never`: the
+    signatures that are never flaky (`flaky: never`). Reads only `repo`'s rows."""
+    since = first_day(now, days)
+    until = since + timedelta(days=days)
+    flaky = likely_flaky(engine, repo, now=now, never=never)
+    flaky_keys = [verdict.key for verdict in flaky]
+    per_day = _per_day(engine, repo, since, until, flaky_keys)
+    failures = _failures_of(engine, repo, since, until, flaky_keys)
+    recent = _newest_unexplained(engine, repo, since, until, cluster_limit)
+    return DashboardData(
+        repo=repo,
+        since=since,
+        days=[per_day.get(since.date() + timedelta(days=n), _empty(since, n)) for n in range(days)],
+        signatures=top_signatures(engine, repo, since, until, top),
+        flaky=[_flaky_key(verdict, failures.get(verdict.key, 0)) for verdict in flaky],
+        clusters=cluster_unexplained(recent, top),
+        clustered=len(recent),
+        with_line=_count_with_line(engine, repo, since, until),
+    )
+
+
+def _empty(since: datetime, n: int) -> DayCounts:
+    return DayCounts(since.date() + timedelta(days=n), 0, 0, 0)
+
+
+def _failed_in(repo: str, since: datetime, until: datetime) -> ColumnElement[bool]:
+    columns = job_outcomes.c
+    return and_(
+        columns.repo == repo,
+        columns.finished_at >= since,
+        columns.finished_at < until,
+        columns.conclusion.in_(_FAILED),
+    )
+
+
+def _day(engine: Engine) -> ColumnElement[Any]:
+    """A failed job's day as 'YYYY-MM-DD' (UTC): SQLite keeps the time as UTC text
+    (schema.UTCDateTime); PostgreSQL's timestamptz is put in UTC first."""
+    finished = job_outcomes.c.finished_at
+    if engine.dialect.name == "postgresql":
+        return func.to_char(func.timezone("UTC", finished), "YYYY-MM-DD")
+    return func.substr(finished, 1, 10)
+
+
+def _kind() -> ColumnElement[str]:
+    key = job_outcomes.c.failure_key
+    return case(
+        (key.startswith(SIGNATURE_KEY, autoescape=True), _SIGNATURE),
+        (key.startswith(LINE_KEY, autoescape=True), _LINE),
+        else_=_NO_LINE,
+    )
+
+
+def _per_day(
+    engine: Engine, repo: str, since: datetime, until: datetime, flaky_keys: Sequence[str]
+) -> dict[date, DayCounts]:
+    day, kind = _day(engine), _kind()
+    by_kind = (
+        select(day, kind, func.count()).where(_failed_in(repo, since, until)).group_by(day, kind)
+    )
+    counts: dict[date, Counter[str]] = {}
+    with engine.connect() as conn:
+        for text, what, count in conn.execute(by_kind):
+            counts.setdefault(date.fromisoformat(text), Counter())[what] += count
+        if flaky_keys:
+            flaky = (
+                select(day, func.count())
+                .where(_failed_in(repo, since, until))
+                .where(job_outcomes.c.failure_key.in_(flaky_keys))
+                .group_by(day)
+            )
+            for text, count in conn.execute(flaky):
+                counts.setdefault(date.fromisoformat(text), Counter())["flaky"] += count
+    return {
+        when: DayCounts(
+            when,
+            explained=found[_SIGNATURE] - found["flaky"],  # a likely-flaky key is a signature's
+            likely_flaky=found["flaky"],
+            unexplained=found[_LINE] + found[_NO_LINE],
+        )
+        for when, found in counts.items()
+    }
+
+
+def top_signatures(
+    engine: Engine, repo: str, since: datetime, until: datetime, top: int = TOP
+) -> list[tuple[str, int]]:
+    """The `top` signatures that explained the most failed jobs, with how many (ties: by
+    name)."""
+    signature, count = job_outcomes.c.signature, func.count()
+    query = (
+        select(signature, count)
+        .where(_failed_in(repo, since, until))
+        .where(job_outcomes.c.failure_key.startswith(SIGNATURE_KEY, autoescape=True))
+        .group_by(signature)
+        .order_by(count.desc(), signature)
+        .limit(top)
+    )
+    with engine.connect() as conn:
+        return [(name or "?", number) for name, number in conn.execute(query)]
+
+
+def _failures_of(
+    engine: Engine, repo: str, since: datetime, until: datetime, keys: Sequence[str]
+) -> dict[str, int]:
+    if not keys:
+        return {}
+    key = job_outcomes.c.failure_key
+    query = (
+        select(key, func.count()).where(_failed_in(repo, since, until), key.in_(keys)).group_by(key)
+    )
+    with engine.connect() as conn:
+        return {found: count for found, count in conn.execute(query)}
+
+
+def _count_with_line(engine: Engine, repo: str, since: datetime, until: datetime) -> int:
+    query = (
+        select(func.count())
+        .where(_failed_in(repo, since, until))
+        .where(job_outcomes.c.failure_key.startswith(LINE_KEY, autoescape=True))
+    )
+    with engine.connect() as conn:
+        return int(conn.execute(query).scalar_one())
+
+
+def _newest_unexplained(
+    engine: Engine, repo: str, since: datetime, until: datetime, limit: int
+) -> list[FailedJob]:
+    """The newest `limit` failed jobs with a best line, oldest first (as cluster_unexplained
+    takes them: its example is a cluster's newest)."""
+    columns = job_outcomes.c
+    query = (
+        select(
+            columns.repo,
+            columns.signature,
+            columns.failure_key,
+            columns.captures,
+            columns.url,
+            columns.finished_at,
+        )
+        .where(_failed_in(repo, since, until))
+        .where(columns.failure_key.startswith(LINE_KEY, autoescape=True))
+        .order_by(columns.finished_at.desc(), columns.id.desc())
+        .limit(limit)
+    )
+    with engine.connect() as conn:
+        return [FailedJob(*row) for row in reversed(conn.execute(query).all())]
+
+
+def likely_flaky(
+    engine: Engine, repo: str, *, now: datetime, never: Collection[str] = ()
+) -> list[Verdict]:
+    """`repo`'s failure keys that flaky.judge calls likely flaky now, by key.
+
+    Judged are only the keys that could be: a signature's key that failed in the flaky
+    window in a job that passed in it at the same commit or tree (what either rule needs
+    first; found by one query). Each is judged on its own history (its failures and every job
+    at their commits), as `judge_keys(outcomes, repo, {key})` would, from one read."""
+    since = now - FLAKY_WINDOW
+    candidates = _flaky_candidates(engine, repo, since, now)
+    if not candidates:
+        return []
+    history = JobOutcomes(engine).history(repo, candidates, since)
+    histories = _histories(sorted(candidates), history)
+    verdicts = [judge(key, found, now=now, never=never) for key, found in histories.items()]
+    return [verdict for verdict in verdicts if verdict.likely_flaky]
+
+
+def _flaky_candidates(engine: Engine, repo: str, since: datetime, now: datetime) -> set[str]:
+    failed, passed = job_outcomes.alias("failed"), job_outcomes.alias("passed")
+    same_code = or_(
+        passed.c.commit_sha == failed.c.commit_sha,
+        and_(failed.c.tree_sha.is_not(None), passed.c.tree_sha == failed.c.tree_sha),
+    )
+    query = (
+        select(failed.c.failure_key)
+        .distinct()
+        .join(
+            passed,
+            and_(
+                passed.c.repo == failed.c.repo,
+                passed.c.job_full_name == failed.c.job_full_name,
+                same_code,
+            ),
+        )
+        .where(
+            failed.c.repo == repo,
+            failed.c.finished_at >= since,
+            failed.c.finished_at <= now,
+            failed.c.conclusion.in_(_FAILED),
+            failed.c.failure_key.startswith(SIGNATURE_KEY, autoescape=True),
+            passed.c.conclusion.in_(_PASSED),
+            passed.c.finished_at >= since,
+            passed.c.finished_at <= now,
+        )
+    )
+    with engine.connect() as conn:
+        return set(conn.execute(query).scalars())
+
+
+def _histories(keys: Iterable[str], history: Sequence[JobOutcome]) -> dict[str, list[JobOutcome]]:
+    """What JobOutcomes.history would read for each key alone: its failures and every job at
+    their commits, oldest first (as `history` is). Indexed, not one pass a key: a busy
+    repository has hundreds of candidates."""
+    at_key: dict[str | None, list[int]] = {}
+    at_commit: dict[str, list[int]] = {}
+    for index, outcome in enumerate(history):
+        at_key.setdefault(outcome.failure_key, []).append(index)
+        at_commit.setdefault(outcome.commit_sha, []).append(index)
+    found = {}
+    for key in keys:
+        mine = set(at_key.get(key, []))
+        for commit in {history[index].commit_sha for index in mine}:
+            mine.update(at_commit[commit])
+        found[key] = [history[index] for index in sorted(mine)]
+    return found
+
+
+def _flaky_key(verdict: Verdict, failures: int) -> FlakyKey:
+    signature = verdict.proofs[0].failed.signature if verdict.proofs else None
+    proofs = tuple((proof.failed, proof.passed) for proof in verdict.proofs)
+    return FlakyKey(verdict.key, signature, verdict.why, failures, proofs)
+
+
+def failed_counts(
+    engine: Engine, repos: Sequence[str], now: datetime, days: int = DEFAULT_DAYS
+) -> dict[str, int]:
+    """Each of `repos`' failed jobs in the `days` days that end with `now`'s (0 for none)."""
+    since = first_day(now, days)
+    until = since + timedelta(days=days)
+    columns = job_outcomes.c
+    found = dict.fromkeys(repos, 0)
+    with engine.connect() as conn:
+        for start in range(0, len(repos), _REPOS_PER_QUERY):
+            chunk = list(repos[start : start + _REPOS_PER_QUERY])
+            query = (
+                select(columns.repo, func.count())
+                .where(
+                    columns.repo.in_(chunk),
+                    columns.finished_at >= since,
+                    columns.finished_at < until,
+                    columns.conclusion.in_(_FAILED),
+                )
+                .group_by(columns.repo)
+            )
+            for repo, count in conn.execute(query):
+                found[repo] = count
+    return found
