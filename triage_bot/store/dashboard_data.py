@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Engine, and_, case, func, or_, select
+from sqlalchemy import ColumnElement, Engine, and_, case, func, null, select, union
 
 from triage_bot.store.coverage import FailedJob
 from triage_bot.store.flaky import FLAKY_WINDOW, Verdict, judge
@@ -35,7 +35,7 @@ DEFAULT_DAYS = 30
 TOP = 10
 # drain3 takes some 60 us a line: the newest this many unexplained jobs are clustered, which
 # bounds the page's time whatever the repository's size (the page says how many it took).
-CLUSTER_LIMIT = 2000
+CLUSTER_LIMIT = 1000
 # `failed_counts` binds one parameter a repository: chunks stay far below SQLite's limit.
 _REPOS_PER_QUERY = 500
 
@@ -146,8 +146,7 @@ def dashboard_data(
     until = since + timedelta(days=days)
     flaky = likely_flaky(engine, repo, now=now, never=never)
     flaky_keys = [verdict.key for verdict in flaky]
-    per_day = _per_day(engine, repo, since, until, flaky_keys)
-    failures = _failures_of(engine, repo, since, until, flaky_keys)
+    per_day, failures, with_line = _per_day(engine, repo, since, until, flaky_keys)
     recent = _newest_unexplained(engine, repo, since, until, cluster_limit)
     return DashboardData(
         repo=repo,
@@ -157,7 +156,7 @@ def dashboard_data(
         flaky=[_flaky_key(verdict, failures.get(verdict.key, 0)) for verdict in flaky],
         clusters=cluster_unexplained(recent, top),
         clustered=len(recent),
-        with_line=_count_with_line(engine, repo, since, until),
+        with_line=with_line,
     )
 
 
@@ -195,25 +194,27 @@ def _kind() -> ColumnElement[str]:
 
 def _per_day(
     engine: Engine, repo: str, since: datetime, until: datetime, flaky_keys: Sequence[str]
-) -> dict[date, DayCounts]:
+) -> tuple[dict[date, DayCounts], dict[str, int], int]:
+    """The failed jobs of each day by kind, each likely-flaky key's failed jobs, and how many
+    unexplained jobs have a best line: one scan of the days' rows."""
+    key = job_outcomes.c.failure_key
     day, kind = _day(engine), _kind()
-    by_kind = (
-        select(day, kind, func.count()).where(_failed_in(repo, since, until)).group_by(day, kind)
+    flaky = case((key.in_(flaky_keys), key), else_=None) if flaky_keys else null()
+    query = (
+        select(day, kind, flaky, func.count())
+        .where(_failed_in(repo, since, until))
+        .group_by(day, kind, flaky)
     )
     counts: dict[date, Counter[str]] = {}
+    of_key: Counter[str] = Counter()
     with engine.connect() as conn:
-        for text, what, count in conn.execute(by_kind):
-            counts.setdefault(date.fromisoformat(text), Counter())[what] += count
-        if flaky_keys:
-            flaky = (
-                select(day, func.count())
-                .where(_failed_in(repo, since, until))
-                .where(job_outcomes.c.failure_key.in_(flaky_keys))
-                .group_by(day)
-            )
-            for text, count in conn.execute(flaky):
-                counts.setdefault(date.fromisoformat(text), Counter())["flaky"] += count
-    return {
+        for text, what, flaky_key, count in conn.execute(query):
+            found = counts.setdefault(date.fromisoformat(text), Counter())
+            found[what] += count
+            if flaky_key is not None:
+                found["flaky"] += count
+                of_key[flaky_key] += count
+    days = {
         when: DayCounts(
             when,
             explained=found[_SIGNATURE] - found["flaky"],  # a likely-flaky key is a signature's
@@ -222,6 +223,7 @@ def _per_day(
         )
         for when, found in counts.items()
     }
+    return days, dict(of_key), sum(found[_LINE] for found in counts.values())
 
 
 def top_signatures(
@@ -242,45 +244,22 @@ def top_signatures(
         return [(name or "?", number) for name, number in conn.execute(query)]
 
 
-def _failures_of(
-    engine: Engine, repo: str, since: datetime, until: datetime, keys: Sequence[str]
-) -> dict[str, int]:
-    if not keys:
-        return {}
-    key = job_outcomes.c.failure_key
-    query = (
-        select(key, func.count()).where(_failed_in(repo, since, until), key.in_(keys)).group_by(key)
-    )
-    with engine.connect() as conn:
-        return {found: count for found, count in conn.execute(query)}
-
-
-def _count_with_line(engine: Engine, repo: str, since: datetime, until: datetime) -> int:
-    query = (
-        select(func.count())
-        .where(_failed_in(repo, since, until))
-        .where(job_outcomes.c.failure_key.startswith(LINE_KEY, autoescape=True))
-    )
-    with engine.connect() as conn:
-        return int(conn.execute(query).scalar_one())
-
-
 def _newest_unexplained(
     engine: Engine, repo: str, since: datetime, until: datetime, limit: int
 ) -> list[FailedJob]:
     """The newest `limit` failed jobs with a best line, oldest first (as cluster_unexplained
     takes them: its example is a cluster's newest)."""
     columns = job_outcomes.c
+    query = select(
+        columns.repo,
+        null(),  # an unexplained job has no signature, nor captures: nothing to read
+        columns.failure_key,
+        null(),
+        columns.url,
+        columns.finished_at,
+    )
     query = (
-        select(
-            columns.repo,
-            columns.signature,
-            columns.failure_key,
-            columns.captures,
-            columns.url,
-            columns.finished_at,
-        )
-        .where(_failed_in(repo, since, until))
+        query.where(_failed_in(repo, since, until))
         .where(columns.failure_key.startswith(LINE_KEY, autoescape=True))
         .order_by(columns.finished_at.desc(), columns.id.desc())
         .limit(limit)
@@ -309,35 +288,41 @@ def likely_flaky(
 
 
 def _flaky_candidates(engine: Engine, repo: str, since: datetime, now: datetime) -> set[str]:
+    """The signature keys that failed in the window in a job that passed in it on the same
+    code: at the same commit (a join on the commit index), or at another commit with the
+    same tree, which the key's history holds only if the key failed at two commits of that
+    tree (a GROUP BY: a join on the tree, which no index serves, took 40 s on 100,000 rows)."""
     failed, passed = job_outcomes.alias("failed"), job_outcomes.alias("passed")
-    same_code = or_(
-        passed.c.commit_sha == failed.c.commit_sha,
-        and_(failed.c.tree_sha.is_not(None), passed.c.tree_sha == failed.c.tree_sha),
+    key = failed.c.failure_key
+    failures_in_window = and_(
+        failed.c.repo == repo,
+        failed.c.finished_at >= since,
+        failed.c.finished_at <= now,
+        failed.c.conclusion.in_(_FAILED),
+        key.startswith(SIGNATURE_KEY, autoescape=True),
     )
-    query = (
-        select(failed.c.failure_key)
-        .distinct()
+    same_commit = (
+        select(key)
         .join(
             passed,
             and_(
                 passed.c.repo == failed.c.repo,
+                passed.c.commit_sha == failed.c.commit_sha,
                 passed.c.job_full_name == failed.c.job_full_name,
-                same_code,
             ),
         )
-        .where(
-            failed.c.repo == repo,
-            failed.c.finished_at >= since,
-            failed.c.finished_at <= now,
-            failed.c.conclusion.in_(_FAILED),
-            failed.c.failure_key.startswith(SIGNATURE_KEY, autoescape=True),
-            passed.c.conclusion.in_(_PASSED),
-            passed.c.finished_at >= since,
-            passed.c.finished_at <= now,
-        )
+        # No time range on the passed side: it would tempt the planner to the time index
+        # (16 s on SQLite without ANALYZE); judge drops a pass outside the window anyway.
+        .where(failures_in_window, passed.c.conclusion.in_(_PASSED))
+    )
+    same_tree = (
+        select(key)
+        .where(failures_in_window, failed.c.tree_sha.is_not(None))
+        .group_by(key, failed.c.tree_sha)
+        .having(func.count(failed.c.commit_sha.distinct()) > 1)
     )
     with engine.connect() as conn:
-        return set(conn.execute(query).scalars())
+        return set(conn.execute(union(same_commit, same_tree)).scalars())
 
 
 def _histories(keys: Iterable[str], history: Sequence[JobOutcome]) -> dict[str, list[JobOutcome]]:
