@@ -200,10 +200,12 @@ def _per_day(
     key = job_outcomes.c.failure_key
     day, kind = _day(engine), _kind()
     flaky = case((key.in_(flaky_keys), key), else_=None) if flaky_keys else null()
+    # PostgreSQL refuses a constant (no flaky key: NULL) in GROUP BY.
+    grouped = [day, kind, flaky] if flaky_keys else [day, kind]
     query = (
         select(day, kind, flaky, func.count())
         .where(_failed_in(repo, since, until))
-        .group_by(day, kind, flaky)
+        .group_by(*grouped)
     )
     counts: dict[date, Counter[str]] = {}
     of_key: Counter[str] = Counter()
