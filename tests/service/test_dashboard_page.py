@@ -22,6 +22,7 @@ from services import db_url
 from triage_bot.service.dashboard_page import render_dashboard, render_index
 from triage_bot.store import coverage
 from triage_bot.store.dashboard_data import dashboard_data, first_day
+from triage_bot.store.flaky import judge_keys
 from triage_bot.store.job_outcomes import JobOutcome, JobOutcomes, line_key, signature_key
 from triage_bot.store.store import Store
 
@@ -285,3 +286,49 @@ def test_clustering_takes_the_newest_jobs_and_the_page_says_how_many(store: Stor
     assert data.clusters[0].example == "Segmentation fault in worker 1"  # the newest
     page = render_dashboard(store.engine, "o/r", NOW)
     assert "The newest 12 of the 12 unexplained jobs" in " ".join(page.split())
+
+
+def test_flaky_verdicts_on_the_same_tree_agree_with_the_reports(store: Store) -> None:
+    """A re-push (another commit, the same tree) proves a key flaky where the key's own
+    history holds the pass: the dashboard's lean read gives the verdicts and proofs of
+    flaky.judge_keys for each key alone. (Judged together, as the report does, a key can
+    also be proven by a pass that only another key's history holds: the second key here.)"""
+
+    def failure(job_id: int, key: str, **changes: Any) -> JobOutcome:
+        test = key.split('"')[1]
+        return job(job_id, "failure", signature="python-pytest-failed", failure_key=key,
+                   captures={"test": test}, **changes)  # fmt: skip
+
+    repushed = signature_key("python-pytest-failed", '["tests/test_a.py::test_repushed"]')
+    elsewhere = signature_key("python-pytest-failed", '["tests/test_b.py::test_elsewhere"]')
+    hour = timedelta(hours=1)
+    history = []
+    for pr, base in ((21, 10), (22, 20)):
+        first, second = NOW - (base + 2) * hour, NOW - base * hour
+        common = {"pr_number": pr, "tree_sha": f"tree-{pr}"}
+        history += [
+            # The key failed at the first commit in `test`; at the re-push, in `lint`, while
+            # `test` passed there: a pass of the same job on the same tree.
+            failure(pr * 10 + 1, repushed, run_id=pr * 10, commit_sha=f"a{pr}",
+                    finished_at=first, **common),
+            failure(pr * 10 + 2, repushed, run_id=pr * 10 + 1, commit_sha=f"b{pr}",
+                    job_full_name="lint", finished_at=second, **common),
+            job(pr * 10 + 3, "success", run_id=pr * 10 + 1, commit_sha=f"b{pr}",
+                finished_at=second, **common),
+            # This key did not fail at the re-push: its history never holds that pass.
+            failure(pr * 10 + 4, elsewhere, run_id=pr * 10 + 2, commit_sha=f"c{pr}",
+                    finished_at=first, **common),
+            job(pr * 10 + 5, "success", run_id=pr * 10 + 3, commit_sha=f"d{pr}",
+                finished_at=second, **common),
+        ]  # fmt: skip
+    store.outcomes.record(history)
+    outcomes = JobOutcomes(store.engine)
+    alone = [judge_keys(outcomes, "o/r", {key}, now=NOW)[key] for key in (repushed, elsewhere)]
+    reference = [verdict for verdict in alone if verdict.likely_flaky]
+    data = dashboard_data(store.engine, "o/r", NOW)
+    assert [verdict.key for verdict in reference] == [repushed]
+    assert [flaky.key for flaky in data.flaky] == [repushed]
+    shown = [(f.job_id, p.job_id) for f, p in data.flaky[0].proofs]
+    assert shown == [(p.failed.job_id, p.passed.job_id) for p in reference[0].proofs]
+    assert reference[0].proofs[0].passed.commit_sha != reference[0].proofs[0].failed.commit_sha
+    assert data.likely_flaky == 4  # the key's failed jobs, both pull requests

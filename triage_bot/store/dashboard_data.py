@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Engine, and_, case, func, null, select, union
+from sqlalchemy import ColumnElement, Engine, and_, case, func, null, or_, select, tuple_
 
 from triage_bot.store.coverage import FailedJob
 from triage_bot.store.flaky import FLAKY_WINDOW, Verdict, judge
@@ -26,7 +26,6 @@ from triage_bot.store.job_outcomes import (
     PASSED_CONCLUSIONS,
     SIGNATURE_KEY,
     JobOutcome,
-    JobOutcomes,
 )
 from triage_bot.store.report_clusters import Cluster, cluster_unexplained
 from triage_bot.store.schema import job_outcomes
@@ -36,8 +35,10 @@ TOP = 10
 # drain3 takes some 60 us a line: the newest this many unexplained jobs are clustered, which
 # bounds the page's time whatever the repository's size (the page says how many it took).
 CLUSTER_LIMIT = 1000
-# `failed_counts` binds one parameter a repository: chunks stay far below SQLite's limit.
+# `failed_counts` binds one parameter a repository, and `_flaky_history` one a commit:
+# chunks stay far below SQLite's limit.
 _REPOS_PER_QUERY = 500
+_COMMITS_PER_QUERY = 2000
 
 _FAILED = sorted(FAILED_CONCLUSIONS)
 _PASSED = sorted(PASSED_CONCLUSIONS)
@@ -275,74 +276,93 @@ def likely_flaky(
 ) -> list[Verdict]:
     """`repo`'s failure keys that flaky.judge calls likely flaky now, by key.
 
-    Judged are only the keys that could be: a signature's key that failed in the flaky
-    window in a job that passed in it at the same commit or tree (what either rule needs
-    first; found by one query). Each is judged on its own history (its failures and every job
-    at their commits), as `judge_keys(outcomes, repo, {key})` would, from one read."""
+    Each signature key that failed in the flaky window is judged on its own history, with
+    the verdict `judge_keys(outcomes, repo, {key})` gives (the comment's and the report's),
+    read for all keys at once and lean: judge weighs only the key's failures and the passes
+    of the same job on the same code (commit, or tree) at a commit where the key failed
+    (JobOutcomes.history's reach); the other jobs at those commits, which it reads too, are
+    left out (half the rows of a busy repository). A key without such a pass is not judged:
+    both rules need one."""
     since = now - FLAKY_WINDOW
-    candidates = _flaky_candidates(engine, repo, since, now)
-    if not candidates:
-        return []
-    history = JobOutcomes(engine).history(repo, candidates, since)
-    histories = _histories(sorted(candidates), history)
-    verdicts = [judge(key, found, now=now, never=never) for key, found in histories.items()]
+    failures, passes = _flaky_history(engine, repo, since)
+    at_commit: dict[tuple[str, str], list[_Row]] = {}
+    at_tree: dict[tuple[str, str], list[_Row]] = {}
+    for row in passes:
+        outcome = row[1]
+        at_commit.setdefault((outcome.commit_sha, outcome.job_full_name), []).append(row)
+        if outcome.tree_sha is not None:
+            at_tree.setdefault((outcome.tree_sha, outcome.job_full_name), []).append(row)
+    of_key: dict[str, list[_Row]] = {}
+    for row in failures:
+        of_key.setdefault(row[1].failure_key or "", []).append(row)
+    verdicts = []
+    for key, failed in sorted(of_key.items()):
+        usable = _passes_for(failed, at_commit, at_tree)
+        if usable:
+            history = [outcome for _, outcome in sorted(failed + usable, key=_history_order)]
+            verdicts.append(judge(key, history, now=now, never=never))
     return [verdict for verdict in verdicts if verdict.likely_flaky]
 
 
-def _flaky_candidates(engine: Engine, repo: str, since: datetime, now: datetime) -> set[str]:
-    """The signature keys that failed in the window in a job that passed in it on the same
-    code: at the same commit (a join on the commit index), or at another commit with the
-    same tree, which the key's history holds only if the key failed at two commits of that
-    tree (a GROUP BY: a join on the tree, which no index serves, took 40 s on 100,000 rows)."""
-    failed, passed = job_outcomes.alias("failed"), job_outcomes.alias("passed")
-    key = failed.c.failure_key
-    failures_in_window = and_(
-        failed.c.repo == repo,
-        failed.c.finished_at >= since,
-        failed.c.finished_at <= now,
-        failed.c.conclusion.in_(_FAILED),
-        key.startswith(SIGNATURE_KEY, autoescape=True),
+_Row = tuple[int, JobOutcome]  # with the row's id: history's order is (finished_at, id)
+_FIELDS = [field.name for field in fields(JobOutcome)]
+
+
+def _history_order(row: _Row) -> tuple[datetime, int]:
+    return row[1].finished_at, row[0]
+
+
+def _passes_for(
+    failed: Sequence[_Row],
+    at_commit: dict[tuple[str, str], list[_Row]],
+    at_tree: dict[tuple[str, str], list[_Row]],
+) -> list[_Row]:
+    """The passes that could prove one key's `failed` jobs flaky: the same job at the same
+    commit or tree, at a commit where the key failed."""
+    commits = {outcome.commit_sha for _, outcome in failed}
+    found: dict[int, _Row] = {}
+    for _, outcome in failed:
+        same = at_commit.get((outcome.commit_sha, outcome.job_full_name), [])
+        if outcome.tree_sha is not None:
+            same = same + at_tree.get((outcome.tree_sha, outcome.job_full_name), [])
+        found.update((row[0], row) for row in same if row[1].commit_sha in commits)
+    return list(found.values())
+
+
+def _flaky_history(engine: Engine, repo: str, since: datetime) -> tuple[list[_Row], list[_Row]]:
+    """The signature failures since `since`, and the passes since then of a job that one of
+    them failed in, at its commit or its tree."""
+    columns = job_outcomes.c
+    recent = and_(columns.repo == repo, columns.finished_at >= since)
+    failed = and_(
+        recent,
+        columns.conclusion.in_(_FAILED),
+        columns.failure_key.startswith(SIGNATURE_KEY, autoescape=True),
     )
-    same_commit = (
-        select(key)
-        .join(
-            passed,
-            and_(
-                passed.c.repo == failed.c.repo,
-                passed.c.commit_sha == failed.c.commit_sha,
-                passed.c.job_full_name == failed.c.job_full_name,
-            ),
-        )
-        # No time range on the passed side: it would tempt the planner to the time index
-        # (16 s on SQLite without ANALYZE); judge drops a pass outside the window anyway.
-        .where(failures_in_window, passed.c.conclusion.in_(_PASSED))
+    same_commit = select(columns.commit_sha, columns.job_full_name).where(failed)
+    same_tree = select(columns.tree_sha, columns.job_full_name).where(
+        failed, columns.tree_sha.is_not(None)
     )
-    same_tree = (
-        select(key)
-        .where(failures_in_window, failed.c.tree_sha.is_not(None))
-        .group_by(key, failed.c.tree_sha)
-        .having(func.count(failed.c.commit_sha.distinct()) > 1)
+    pairs = or_(
+        tuple_(columns.commit_sha, columns.job_full_name).in_(same_commit),
+        tuple_(columns.tree_sha, columns.job_full_name).in_(same_tree),
     )
+    read = [columns.id, *(columns[name] for name in _FIELDS)]
     with engine.connect() as conn:
-        return set(conn.execute(union(same_commit, same_tree)).scalars())
+        failures = _rows(conn.execute(select(*read).where(failed)))
+        commits = sorted({outcome.commit_sha for _, outcome in failures})
+        passes = []
+        # The failures' commits as a list, not a subquery: it makes both databases start
+        # from the commit index (with a subquery PostgreSQL read every repository's days).
+        for start in range(0, len(commits), _COMMITS_PER_QUERY):
+            chunk = commits[start : start + _COMMITS_PER_QUERY]
+            where = [recent, columns.conclusion.in_(_PASSED), columns.commit_sha.in_(chunk), pairs]
+            passes += _rows(conn.execute(select(*read).where(*where)))
+    return failures, passes
 
 
-def _histories(keys: Iterable[str], history: Sequence[JobOutcome]) -> dict[str, list[JobOutcome]]:
-    """What JobOutcomes.history would read for each key alone: its failures and every job at
-    their commits, oldest first (as `history` is). Indexed, not one pass a key: a busy
-    repository has hundreds of candidates."""
-    at_key: dict[str | None, list[int]] = {}
-    at_commit: dict[str, list[int]] = {}
-    for index, outcome in enumerate(history):
-        at_key.setdefault(outcome.failure_key, []).append(index)
-        at_commit.setdefault(outcome.commit_sha, []).append(index)
-    found = {}
-    for key in keys:
-        mine = set(at_key.get(key, []))
-        for commit in {history[index].commit_sha for index in mine}:
-            mine.update(at_commit[commit])
-        found[key] = [history[index] for index in sorted(mine)]
-    return found
+def _rows(result: Iterable[Any]) -> list[_Row]:
+    return [(row[0], JobOutcome(*row[1:])) for row in result]
 
 
 def _flaky_key(verdict: Verdict, failures: int) -> FlakyKey:
