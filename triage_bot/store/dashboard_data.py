@@ -1,6 +1,8 @@
 """What the dashboard (service/dashboard_page.py) shows of one repository's recorded job
-outcomes (job_outcomes.py), read with a few aggregating queries: no query returns a row per
-job, except the newest CLUSTER_LIMIT unexplained jobs that drain3 clusters (report_clusters).
+outcomes (job_outcomes.py). The counts are aggregated in SQL (GROUP BY day, kind, signature;
+migration 0003's index holds what they read); rows of jobs are read only for the likely-flaky
+judgement (the signature failures of the 14-day flaky window and the passes that could prove
+them) and for the newest CLUSTER_LIMIT unexplained jobs that drain3 clusters (report_clusters).
 
 The figures are those of the coverage report (coverage.py) over the days shown: a failed job
 is one job of one run attempt that failed; it is explained when its failure key is a
