@@ -332,3 +332,13 @@ def test_flaky_verdicts_on_the_same_tree_agree_with_the_reports(store: Store) ->
     assert shown == [(p.failed.job_id, p.passed.job_id) for p in reference[0].proofs]
     assert reference[0].proofs[0].passed.commit_sha != reference[0].proofs[0].failed.commit_sha
     assert data.likely_flaky == 4  # the key's failed jobs, both pull requests
+
+
+def test_a_repository_without_failures_has_a_page_of_zeros(store: Store) -> None:
+    store.outcomes.record([job(1, "success")])
+    page = Page(render_dashboard(store.engine, "o/r", NOW, days=1))
+    assert [page.number(i) for i in ("failed", "explained", "likely-flaky", "unexplained")] == [
+        0, 0, 0, 0
+    ]  # fmt: skip
+    assert page.text["coverage"] == "-"  # no share of nothing
+    assert page.rows("per-day") == [[NOW.date().isoformat(), "0", "0", "0", "0"]]

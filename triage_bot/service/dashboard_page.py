@@ -13,6 +13,7 @@ the HTML, and pygal's XML writer in the SVG.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -47,6 +48,7 @@ _STYLE = Style(
     major_label_font_size=11,
     legend_font_size=12,
     title_font_size=14,
+    no_data_font_size=16,
 )
 _SIGNATURE_LABEL_CHARS = 48
 
@@ -179,9 +181,16 @@ def _svg(chart: pygal.graph.graph.Graph) -> Markup:
     return Markup(chart.render(is_unicode=True))
 
 
+def _counts_axis(highest: int) -> list[int]:
+    """Whole numbers from 0 past `highest`, some 8 of them: counts of jobs have no 0.2."""
+    step = max(1, math.ceil(highest / 8))
+    return list(range(0, highest + step + 1, step))
+
+
 def _per_day_chart(data: DashboardData) -> Markup:
     chart = pygal.StackedBar(
         _config(
+            y_labels=_counts_axis(max((day.failed for day in data.days), default=0)),
             x_label_rotation=0,
             show_minor_x_labels=False,
             x_labels_major_every=max(len(data.days) // 10, 1),
@@ -198,7 +207,13 @@ def _per_day_chart(data: DashboardData) -> Markup:
 
 def _coverage_chart(weeks: Sequence[dashboard_data.WeekCoverage]) -> Markup:
     chart = pygal.Line(
-        _config(range=(0, 100), y_title="% explained", show_legend=False, height=260)
+        _config(
+            range=(0, 100),
+            y_title="% explained",
+            show_legend=False,
+            height=260,
+            no_data_text="No failed job in these weeks",
+        )
     )
     chart.x_labels = [week.first.strftime("%m-%d") for week in weeks]
     shares = [None if week.share is None else round(week.share * 100, 1) for week in weeks]
@@ -211,6 +226,7 @@ def _signatures_chart(data: DashboardData) -> Markup:
         _config(
             show_legend=False,
             truncate_label=_SIGNATURE_LABEL_CHARS,
+            y_labels=_counts_axis(max((count for _, count in data.signatures), default=0)),
             height=max(140, 28 * len(data.signatures) + 60),
         )
     )
