@@ -97,6 +97,13 @@ def dashboard_path(repo: str) -> str:
     return f"/dashboard/{quote(owner, safe='')}/{quote(name, safe='')}"
 
 
+def warm_up() -> None:
+    """Read now what the first page would (the catalog: 0.1 s from its disk cache, about 1 s
+    without), so that a server that calls this at start serves its first page as fast."""
+    _catalog_facts()
+    _environment()
+
+
 @cache
 def _environment() -> jinja2.Environment:
     loader = jinja2.FileSystemLoader(str(data_dir("templates") / "dashboard"))

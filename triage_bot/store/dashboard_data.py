@@ -145,6 +145,8 @@ def dashboard_data(
 ) -> DashboardData:
     """`repo`'s figures over the `days` days that end with `now`'s (UTC); `never`: the
     signatures that are never flaky (`flaky: never`). Reads only `repo`'s rows."""
+    if days < 1:
+        raise ValueError(f"days: at least 1, not {days}")
     since = first_day(now, days)
     until = since + timedelta(days=days)
     flaky = likely_flaky(engine, repo, now=now, never=never)
