@@ -257,16 +257,11 @@ def _newest_unexplained(
     """The newest `limit` failed jobs with a best line, oldest first (as cluster_unexplained
     takes them: its example is a cluster's newest)."""
     columns = job_outcomes.c
-    query = select(
-        columns.repo,
-        null(),  # an unexplained job has no signature, nor captures: nothing to read
-        columns.failure_key,
-        null(),
-        columns.url,
-        columns.finished_at,
-    )
+    # An unexplained job has no signature nor captures: NULL for both, nothing to read.
+    read = [columns.repo, null(), columns.failure_key, null(), columns.url, columns.finished_at]
     query = (
-        query.where(_failed_in(repo, since, until))
+        select(*read)
+        .where(_failed_in(repo, since, until))
         .where(columns.failure_key.startswith(LINE_KEY, autoescape=True))
         .order_by(columns.finished_at.desc(), columns.id.desc())
         .limit(limit)
