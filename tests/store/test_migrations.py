@@ -92,12 +92,12 @@ def revision_of(url: str) -> str | None:
 
 
 def test_head_is_the_newest_revision_alembic_finds() -> None:
-    assert migrate.head() == migrate.script_head() == "0002"
+    assert migrate.head() == migrate.script_head() == "0003"
 
 
 def test_an_empty_database_is_made_at_the_head_and_matches_schema_py(db_url: str) -> None:
     Store(db_url).close()
-    assert revision_of(db_url) == migrate.head() == "0002"
+    assert revision_of(db_url) == migrate.head() == "0003"
     assert schema_differences(db_url) == []
 
 
@@ -149,8 +149,8 @@ def test_an_upgrade_at_the_head_changes_nothing(db_url: str) -> None:
         again = migrate.upgrade(engine)
     finally:
         engine.dispose()
-    assert (first.before, first.after, first.changed) == (None, "0002", True)
-    assert (again.before, again.after, again.changed) == ("0002", "0002", False)
+    assert (first.before, first.after, first.changed) == (None, "0003", True)
+    assert (again.before, again.after, again.changed) == ("0003", "0003", False)
 
 
 def test_a_database_from_a_newer_release_is_refused_with_its_revision(db_url: str) -> None:
@@ -182,7 +182,7 @@ def test_processes_starting_together_all_open_the_database(db_url: str, legacy: 
     with ThreadPoolExecutor(5) as pool:
         done = list(pool.map(open_store, range(5)))
     assert [d.changed for d in done].count(True) == 1  # one migrated, the others found it done
-    assert {d.after for d in done} == {"0002"}
+    assert {d.after for d in done} == {"0003"}
     assert schema_differences(db_url) == []
 
 
@@ -198,9 +198,9 @@ def test_db_upgrade_command_upgrades_a_legacy_database_from_processes_started_to
     ]
     outputs = [process.communicate(timeout=120)[0] for process in processes]
     assert [process.returncode for process in processes] == [0, 0, 0]
-    assert sum("stamped at the baseline 0001, then upgraded to 0002" in o for o in outputs) == 1
-    assert sum("the database is at the newest schema (0002)" in o for o in outputs) == 2
-    assert revision_of(db_url) == "0002"
+    assert sum("stamped at the baseline 0001, then upgraded to 0003" in o for o in outputs) == 1
+    assert sum("the database is at the newest schema (0003)" in o for o in outputs) == 2
+    assert revision_of(db_url) == "0003"
     store = Store(db_url, create=False)
     assert store.delivery_outcome("d-old") == "ignored"
     store.close()
@@ -230,8 +230,8 @@ def test_the_wheel_carries_the_migrations(tmp_path: Path) -> None:
         timeout=120,
     )
     folder, head = done.stdout.split()
-    assert folder.startswith(str(unpacked)) and head == "0002"
-    assert revision_of(f"sqlite:///{tmp_path / 'w.db'}") == "0002"
+    assert folder.startswith(str(unpacked)) and head == "0003"
+    assert revision_of(f"sqlite:///{tmp_path / 'w.db'}") == "0003"
 
 
 def _outcome_row() -> dict[str, Any]:

@@ -2,7 +2,7 @@
 database (DATABASE_URL, else TRIAGE_DATA_DIR's triage.db): failed jobs, the share a signature
 explains, the most frequent signatures, the likely-flaky failure keys (store/flaky.py), and the
 unexplained jobs clustered by log template, each with the `catalog new` command that drafts
-its signature (report_clusters.py)."""
+its signature (store/report_clusters.py)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from triage_bot.core.catalog import load_catalog
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
-    from triage_bot.cli.report_clusters import Cluster
+    from triage_bot.store.report_clusters import Cluster
 
 EXIT_FAILED = 1
 FORMATS = ("text", "json", "html")
@@ -109,9 +109,9 @@ def build_report(
     engine: Engine, since: datetime, repo: str | None, top: int = TOP
 ) -> CoverageReport:
     """The report of the jobs of `repo` (None: all) finished since `since`."""
-    from triage_bot.cli.report_clusters import cluster_unexplained
     from triage_bot.store import coverage
     from triage_bot.store.job_outcomes import JobOutcomes
+    from triage_bot.store.report_clusters import cluster_unexplained
 
     jobs = coverage.failed_jobs(engine, since, repo)
     counted = coverage.coverage(jobs, top)
@@ -194,6 +194,6 @@ def render_text(report: CoverageReport) -> str:
 def _printable(text: str) -> str:
     """A key as a terminal may show it: its control characters (a hostile capture's cursor
     moves) as spaces."""
-    from triage_bot.cli.report_clusters import CONTROL
+    from triage_bot.store.report_clusters import CONTROL
 
     return CONTROL.sub(" ", text)

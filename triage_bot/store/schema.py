@@ -197,7 +197,8 @@ comment_sections = Table(
 
 # Every job of every triaged run, passing or failing (triage_bot.store.job_outcomes): what the
 # flaky rules (triage_bot.store.flaky) and the history read. One row a job of a run attempt.
-# Made by migration 0002 (migrations/versions/): a change here needs a new revision there.
+# Made by migration 0002, indexed by 0003 (migrations/versions/): a change here needs a new
+# revision there.
 job_outcomes = Table(
     "job_outcomes",
     metadata,
@@ -225,6 +226,15 @@ job_outcomes = Table(
     Index("ix_job_outcomes_key", "repo", "failure_key"),
     Index("ix_job_outcomes_commit", "repo", "commit_sha"),
     Index("ix_job_outcomes_finished", "finished_at"),
+    # A repository's jobs by time, with what the dashboard groups them by (migration 0003).
+    Index(
+        "ix_job_outcomes_repo_finished",
+        "repo",
+        "finished_at",
+        "conclusion",
+        "signature",
+        "failure_key",
+    ),
 )
 
 # The job ledger: every queued job has a row here before it is pushed to huey, so a job that
