@@ -22,6 +22,8 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import hashlib
+import hmac
 import logging
 import os
 import re
@@ -36,6 +38,10 @@ from dotenv import dotenv_values
 Role = Literal["server", "worker", "cli"]
 
 DEFAULT_GITHUB_API_URL = "https://api.github.com"
+# github.com's web host: the dashboard's sign-in (OAuth authorize, access_token) happens there.
+DEFAULT_GITHUB_WEB_URL = "https://github.com"
+# A DASHBOARD_SESSION_KEY shorter than this is refused: it signs the dashboard's cookie.
+MIN_SESSION_KEY_LENGTH = 32
 DEFAULT_PORT = 8000
 DEFAULT_MAX_LOG_BYTES = 256 * 1024 * 1024
 # Outages (GitHub's 5xx, timeouts, a failing log host): the queue tries a job again, waiting
@@ -93,10 +99,30 @@ class Settings:
     compare_cache_bytes: int = DEFAULT_COMPARE_CACHE_BYTES
     catalog_url: str = DEFAULT_CATALOG_URL
     history_days: float = DEFAULT_HISTORY_DAYS
+    github_web_url: str = DEFAULT_GITHUB_WEB_URL
+    github_client_id: str | None = None
+    github_client_secret: str | None = None
+    dashboard_session_key: str | None = None  # DASHBOARD_SESSION_KEY as set; see session_key
 
     @property
     def has_app_credentials(self) -> bool:
         return self.app_id is not None and self.private_key is not None
+
+    @property
+    def dashboard_enabled(self) -> bool:
+        """The dashboard and its sign-in are served only with the App's OAuth client."""
+        return self.github_client_id is not None and self.github_client_secret is not None
+
+    @property
+    def session_key(self) -> bytes:
+        """What signs the dashboard's session cookie: DASHBOARD_SESSION_KEY, else a key derived
+        from the client secret (so rotating the secret also signs everyone out)."""
+        if self.dashboard_session_key is not None:
+            return self.dashboard_session_key.encode("utf-8")
+        if self.github_client_secret is None:
+            raise SettingsError("GITHUB_CLIENT_SECRET", "required for the dashboard's sessions")
+        secret = self.github_client_secret.encode("utf-8")
+        return hmac.new(secret, b"triage-bot dashboard session key", hashlib.sha256).digest()
 
     @property
     def queue_path(self) -> Path:
@@ -166,6 +192,8 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
         compare_cache_bytes=_size(env, "TRIAGE_COMPARE_CACHE_BYTES", DEFAULT_COMPARE_CACHE_BYTES),
         catalog_url=_http_url(env, "TRIAGE_CATALOG_URL", DEFAULT_CATALOG_URL),
         history_days=_positive(env, "TRIAGE_HISTORY_DAYS", DEFAULT_HISTORY_DAYS),
+        github_web_url=_web_url(env),
+        **_oauth_client(env),
     )
 
 
@@ -280,6 +308,42 @@ def _http_url(env: Mapping[str, str], name: str, default: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise SettingsError(name, f"must be an http(s) URL, got {url!r}")
     return url.rstrip("/")
+
+
+def _web_url(env: Mapping[str, str]) -> str:
+    """GITHUB_WEB_URL, else from GITHUB_API_URL: api.github.com -> github.com, a GitHub
+    Enterprise Server's https://HOST/api/v3 -> https://HOST, any other URL itself."""
+    if "GITHUB_WEB_URL" in env:
+        return _http_url(env, "GITHUB_WEB_URL", DEFAULT_GITHUB_WEB_URL)
+    api = _http_url(env, "GITHUB_API_URL", DEFAULT_GITHUB_API_URL)
+    if api == DEFAULT_GITHUB_API_URL:
+        return DEFAULT_GITHUB_WEB_URL
+    return api.removesuffix("/api/v3")
+
+
+def _oauth_client(env: Mapping[str, str]) -> dict[str, str | None]:
+    """The App's OAuth client (the dashboard's sign-in): both or neither, and the session key."""
+    client_id, secret = env.get("GITHUB_CLIENT_ID"), env.get("GITHUB_CLIENT_SECRET")
+    if client_id is not None and secret is None:
+        raise SettingsError(
+            "GITHUB_CLIENT_SECRET", "required with GITHUB_CLIENT_ID (the dashboard's sign-in)"
+        )
+    if secret is not None and client_id is None:
+        raise SettingsError(
+            "GITHUB_CLIENT_ID", "required with GITHUB_CLIENT_SECRET (the dashboard's sign-in)"
+        )
+    key = env.get("DASHBOARD_SESSION_KEY")
+    if key is not None and len(key) < MIN_SESSION_KEY_LENGTH:
+        raise SettingsError(
+            "DASHBOARD_SESSION_KEY",
+            f"must be at least {MIN_SESSION_KEY_LENGTH} characters (it signs the session cookie),"
+            f" got {len(key)}",
+        )
+    return {
+        "github_client_id": client_id,
+        "github_client_secret": secret,
+        "dashboard_session_key": key,
+    }
 
 
 def _data_dir(env: Mapping[str, str]) -> Path:

@@ -13,10 +13,12 @@ import traceback
 from dataclasses import replace
 
 from .auth import (
+    AnonymousCaller,
     Caller,
     InstallationCaller,
     authenticate_app,
     authenticate_installation,
+    authenticate_user,
     has_permission,
 )
 from .faults import Faults, InjectedError
@@ -132,6 +134,10 @@ class ApiApp:
     def _authenticate(self, route: Route, request: Request) -> Caller:
         if route.auth == "jwt":
             return authenticate_app(self.state, request)
+        if route.auth == "user":
+            return authenticate_user(self.state, request)
+        if route.auth == "none":
+            return AnonymousCaller()
         return authenticate_installation(self.state, request)
 
     def _count(self, route: Route, caller: Caller) -> Quota:

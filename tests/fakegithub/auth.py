@@ -1,4 +1,5 @@
-"""Who is calling: an App (RS256 JWT) or an installation (a `ghs_` token), or nobody (401).
+"""Who is calling: an App (RS256 JWT), an installation (a `ghs_` token), a user through an
+App (a `ghu_` user access token), or nobody (401; the web host's OAuth pages take anyone).
 
 The JWT rules and messages are GitHub's: `iss` is the App id (or its client id), `iat` may be
 at most a minute in the future (clock drift), `exp` must be ahead and at most ten minutes away.
@@ -13,7 +14,7 @@ import jwt
 from jwt.types import Options
 
 from .http_types import HttpError, Request
-from .models import App, Installation, Token
+from .models import App, Installation, Token, User, UserToken
 from .state import State
 
 MAX_JWT_LIFETIME = 600
@@ -43,7 +44,27 @@ class InstallationCaller:
         return f"installation:{self.installation.id}"
 
 
-Caller = AppCaller | InstallationCaller
+@dataclass(frozen=True)
+class UserCaller:
+    app: App
+    user: User
+    token: UserToken
+
+    @property
+    def rate_key(self) -> str:
+        return f"user:{self.user.id}"
+
+
+@dataclass(frozen=True)
+class AnonymousCaller:
+    """A browser on the web host (the OAuth pages), or a client before it has credentials."""
+
+    @property
+    def rate_key(self) -> str:
+        return "anonymous"
+
+
+Caller = AppCaller | InstallationCaller | UserCaller | AnonymousCaller
 
 
 def credentials(request: Request) -> str | None:
@@ -113,6 +134,15 @@ def authenticate_installation(state: State, request: Request) -> InstallationCal
             raise HttpError(401, BAD_CREDENTIALS)
         installation = state.installations[token.installation_id]
         return InstallationCaller(state.apps[installation.app_id], installation, token)
+
+
+def authenticate_user(state: State, request: Request) -> UserCaller:
+    secret = credentials(request)
+    with state.lock:
+        token = state.user_tokens.get(secret or "")
+        if token is None or token.expires_at <= state.now():
+            raise HttpError(401, BAD_CREDENTIALS)
+        return UserCaller(state.apps[token.app_id], state.users[token.login], token)
 
 
 def has_permission(granted: dict[str, str], wanted: tuple[tuple[str, str], ...]) -> bool:

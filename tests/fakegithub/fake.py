@@ -95,6 +95,24 @@ class FakeGitHub:
         """Install the App on `account` (all its repositories, or only `repos`)."""
         return self.state.install_app(self.app, account, repos=repos)
 
+    def sign_in(self, login: str | None) -> None:
+        """The user whose browser is signed in to GitHub (None: nobody): the OAuth authorize
+        page hands the App a code for them at once."""
+        with self.state.lock:
+            if login is not None:
+                self.state.user(login)
+            self.state.signed_in = login
+
+    @property
+    def client_id(self) -> str:
+        """The App's OAuth client id (GITHUB_CLIENT_ID)."""
+        return self.app.client_id
+
+    @property
+    def client_secret(self) -> str:
+        """The App's OAuth client secret (GITHUB_CLIENT_SECRET)."""
+        return self.app.client_secret
+
     def token_for(self, installation: Installation) -> str:
         """An installation token minted directly, for tests that skip the JWT exchange."""
         return self.state.issue_token(installation).value

@@ -37,6 +37,7 @@ class App:
     permissions: dict[str, str]
     events: list[str]
     created_at: dt.datetime
+    client_secret: str = ""  # the OAuth client's secret (the user sign-in's access_token)
 
 
 @dataclass
@@ -197,6 +198,27 @@ class Token:
     expires_at: dt.datetime
     permissions: dict[str, str]
     repo_ids: frozenset[int] | None  # None: every repository the installation can reach
+
+
+@dataclass
+class OAuthCode:
+    """A code the web flow's authorize step handed back, redeemed once for a user token."""
+
+    value: str
+    app_id: int
+    login: str
+    redirect_uri: str | None
+    expires_at: dt.datetime
+
+
+@dataclass
+class UserToken:
+    """A user access token (`ghu_`): acts as the user, through one App."""
+
+    value: str
+    app_id: int
+    login: str
+    expires_at: dt.datetime
 
 
 @dataclass

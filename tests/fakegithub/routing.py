@@ -26,7 +26,7 @@ class Route:
     method: str
     template: str  # exactly the OpenAPI path key, so the validator finds the operation
     handler: Handler
-    auth: Literal["jwt", "installation"] = "installation"
+    auth: Literal["jwt", "installation", "user", "none"] = "installation"
     permissions: Permissions = ()
     in_subset: bool = True  # False: not in the OpenAPI subset, shaped after GitHub's docs
     counted: bool = True  # False: GitHub does not count it against the rate limit

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from .models import App, Comment, Installation, PullRequest, Repo, Role, Token, User
 from .state_actions import ActionsState
+from .state_oauth import OAuthState
 
 DEFAULT_APP_PERMISSIONS = {
     "actions": "write",
@@ -26,7 +27,7 @@ DEFAULT_APP_PERMISSIONS = {
 TOKEN_LIFETIME = dt.timedelta(hours=1)
 
 
-class State(ActionsState):
+class State(OAuthState, ActionsState):
     # ---- users, apps, installations ---------------------------------------------------------
 
     def add_app(
@@ -51,6 +52,7 @@ class State(ActionsState):
                 permissions=dict(permissions or DEFAULT_APP_PERMISSIONS),
                 events=list(events),
                 created_at=self.now(),
+                client_secret=secrets.token_hex(20),
             )
             self.apps[app.id] = app
             return app

@@ -15,6 +15,9 @@ POST /api/github/webhooks, in order (each refusal is JSON with a `reason`):
   503 when the database cannot be written (down, full, read-only, failing: GitHub
       redelivers later); one log line says why, with no traceback.
 
+GET /dashboard and below: the dashboard, only when the App's OAuth client is set
+(GITHUB_CLIENT_ID, GITHUB_CLIENT_SECRET); its sign-in and access check are dashboard_auth.py.
+
 GET /healthz writes: the database's heartbeat row and the queue's heartbeat key must commit
 within HEALTH_TIMEOUT, and a SQLite data directory needs its minimum free space
 (store_sqlite.py). 200 {"ok": true, "database": "ok", "queue": "ok"}, else 503 with what
@@ -50,6 +53,7 @@ from starlette.routing import Route
 from triage_bot import metrics
 from triage_bot.config import Settings, configure_logging
 from triage_bot.service import events
+from triage_bot.service.dashboard_auth import Dashboard
 from triage_bot.service.handler import Handler
 from triage_bot.service.queue import JobQueue, QueueOptions
 from triage_bot.service.queue_transport import check_writable
@@ -83,8 +87,11 @@ def create_app(
     *,
     max_body: int = MAX_BODY_BYTES,
     worker: EmbeddedWorker | None = None,
+    clock: Callable[[], float] = time.time,
 ) -> Starlette:
     """The ASGI app; refuses to exist without a webhook secret.
+
+    `clock` is the dashboard's (when on): how old GitHub's word on a user's access is.
 
     `worker`, when given, runs for the app's lifetime (started and stopped by the ASGI
     lifespan, so a SIGTERM to uvicorn lets running jobs finish before the process exits).
@@ -104,14 +111,15 @@ def create_app(
             if worker is not None:
                 await run_in_threadpool(worker.stop)
 
-    return Starlette(
-        routes=[
-            Route(WEBHOOK_PATH, webhook.handle, methods=["POST"]),
-            Route("/healthz", health.healthz, methods=["GET"]),
-            Route("/metrics", health.metrics, methods=["GET"]),
-        ],
-        lifespan=lifespan,
-    )
+    routes = [
+        Route(WEBHOOK_PATH, webhook.handle, methods=["POST"]),
+        Route("/healthz", health.healthz, methods=["GET"]),
+        Route("/metrics", health.metrics, methods=["GET"]),
+    ]
+    if settings.dashboard_enabled:
+        # Off unless the App's OAuth client is set: then /dashboard... are 404 like any path.
+        routes += Dashboard(settings, store.engine, clock=clock).routes()
+    return Starlette(routes=routes, lifespan=lifespan)
 
 
 def _json(status: int, body: dict[str, Any]) -> Response:

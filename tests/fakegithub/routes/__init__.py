@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..routing import Route
-from . import actions, app_auth, checks, extra, issues, repos
+from . import actions, app_auth, checks, extra, issues, oauth, repos
 
 
 def all_routes() -> list[Route]:
@@ -14,4 +14,5 @@ def all_routes() -> list[Route]:
         *repos.ROUTES,
         *extra.ROUTES,
         *checks.ROUTES,
+        *oauth.ROUTES,
     ]
