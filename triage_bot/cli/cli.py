@@ -265,9 +265,13 @@ def _add_service_commands(commands: argparse._SubParsersAction[argparse.Argument
         help="run the GitHub App: webhook server, and the worker in the same process",
         description="Serve GitHub's webhooks on POST /api/github/webhooks (plus GET /healthz "
         "and GET /metrics) and, unless --no-worker, run the worker in the same process. "
+        "With GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET (the App's OAuth client) it also "
+        "serves the dashboard at /dashboard, to GitHub users signed in through the App, each "
+        "seeing only the repositories they can read. "
         "Settings come from the environment and a .env file in the working directory (see "
         ".env.example): WEBHOOK_SECRET, APP_ID and PRIVATE_KEY (or GITHUB_TOKEN), "
-        "DATABASE_URL, REDIS_URL, TRIAGE_DATA_DIR, PORT.",
+        "DATABASE_URL, REDIS_URL, TRIAGE_DATA_DIR, PORT, GITHUB_CLIENT_ID, "
+        "GITHUB_CLIENT_SECRET, DASHBOARD_SESSION_KEY.",
     )
     serve.add_argument(
         "--host", default=DEFAULT_HOST, help=f"address to listen on (default {DEFAULT_HOST})"
