@@ -2,8 +2,9 @@
 
 The names are probot's where probot has one (APP_ID, PRIVATE_KEY, PRIVATE_KEY_PATH,
 WEBHOOK_SECRET, GITHUB_API_URL, PORT, LOG_LEVEL, GITHUB_CLIENT_ID, GITHUB_CLIENT_SECRET); the
-rest are ours. The dashboard is served only with the App's OAuth client (both of its settings). An empty value counts as
-unset, so a `.env` line like `REDIS_URL=` means "no Redis" rather than "a Redis at ''".
+rest are ours. The dashboard is served only with the App's OAuth client (both of its
+settings). An empty value counts as unset, so a `.env` line like `REDIS_URL=` means "no Redis"
+rather than "a Redis at ''".
 
 `load_settings` checks the form of every value; which values must be present depends on the
 command, so that is checked by `Settings.require(role)`: `triage-bot serve` needs the webhook

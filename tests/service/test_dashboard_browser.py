@@ -157,3 +157,13 @@ def test_a_tampered_cookie_is_not_accepted(site: Site, page: Any) -> None:
     shot(page, "tampered")
     assert "Sign in to GitHub" in page.inner_text("body")
     assert WIDGETS_SIGNATURE not in page.content()
+
+
+def test_github_down_during_sign_in_shows_a_503_and_no_data(site: Site, page: Any) -> None:
+    site.world.fake.faults.fail("/user/installations", status=502, times=None)
+    site.world.fake.sign_in("alice")
+    response = page.goto(site.url(f"/dashboard/{WIDGETS}"))
+    assert response.status == 503
+    shot(page, "github_down")
+    assert "GitHub" in page.inner_text("body")
+    assert WIDGETS_SIGNATURE not in page.content() and page.locator("svg").count() == 0

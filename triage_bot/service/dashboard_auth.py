@@ -276,8 +276,9 @@ class Dashboard:
             )
         except GitHubUnavailable as down:
             log.warning("dashboard sign-in: GitHub unavailable: %s", down)
-            return _unavailable()
+            return _unavailable(next_path)
         session = Session(found.login, found.repos, self.clock(), secrets.token_urlsafe(16))
+        log.info("dashboard: %s signed in, reads %d repositories", found.login, len(found.repos))
         response = RedirectResponse(_local_path(next_path), 303)
         self._set_cookie(request, response, SESSION_COOKIE, self.cookies.dump_session(session))
         return _secured(response)
@@ -362,13 +363,14 @@ def _secured(response: Response) -> Response:
     return response
 
 
-def _unavailable() -> Response:
+def _unavailable(next_path: str) -> Response:
+    again = f"/dashboard/login?next={quote(_local_path(next_path), safe='')}"
     return _message(
         503,
         "GitHub is unavailable",
         "GitHub did not answer the sign-in, so this server cannot tell which repositories you "
         "can read, and shows none. Try again in a few minutes.",
-        ("/dashboard/login", "Try again"),
+        (again, "Try again"),
     )
 
 
