@@ -35,6 +35,7 @@ from starlette.testclient import TestClient
 from triage_bot.config import SettingsError, load_settings
 from triage_bot.service import dashboard_auth
 from triage_bot.service.dashboard_auth import SESSION_COOKIE, SIGN_IN_COOKIE
+from triage_bot.service.dashboard_github import next_page_url
 from triage_bot.service.queue import JobQueue
 from triage_bot.service.server import create_app
 from triage_bot.store.store import Store
@@ -162,14 +163,19 @@ def test_a_reader_signs_in_and_sees_the_repository(world: World) -> None:
     assert index.status_code == 200 and WIDGETS in index.text and VAULT not in index.text
 
 
-def test_the_session_cookie_holds_no_token_and_only_what_it_needs(world: World) -> None:
+def test_the_session_cookie_holds_no_token_and_only_what_it_needs(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("DEBUG")
     client = client_for(world)
     sign_in(client, world.fake, "alice", "/dashboard")
+    assert "alice signed in, reads 1 repositories" in caplog.text
     raw = client.cookies.get(SESSION_COOKIE, path="/dashboard")
     (token,) = world.fake.state.user_tokens  # the one user token GitHub issued
     payload = raw.split(".")[0]
     decoded = _decoded(payload)
     assert token not in raw and token not in decoded
+    assert token not in caplog.text and world.fake.client_secret not in caplog.text
     value = session_value(world, client)
     assert set(value) == {"login", "repos", "checked", "sid"}
     assert value["login"] == "alice" and value["repos"] == [WIDGETS]
@@ -398,6 +404,22 @@ def test_a_list_too_long_for_a_cookie_stays_in_the_servers_memory(world: World) 
     elsewhere = client_for(world)
     elsewhere.cookies.set(SESSION_COOKIE, raw, path="/dashboard")
     assert elsewhere.get(f"/dashboard/{names[0]}").status_code == 302
+
+
+def test_pages_follow_links_on_the_apis_origin_only() -> None:
+    """The user token rides on each page's request: a Link to another host is not followed."""
+    api = "https://api.github.com"
+    for elsewhere in (
+        "https://evil.example",
+        "http://api.github.com",
+        "https://api.github.com:8443",
+    ):
+        link = f'<{elsewhere}/user/installations?page=2>; rel="next"'
+        assert next_page_url(httpx.Response(200, headers={"Link": link}), api) is None
+    link = f'<{api}/user/installations?page=2>; rel="next"'
+    following = next_page_url(httpx.Response(200, headers={"Link": link}), api)
+    assert following == f"{api}/user/installations?page=2"
+    assert next_page_url(httpx.Response(200), api) is None
 
 
 # ---- settings ---------------------------------------------------------------------------------

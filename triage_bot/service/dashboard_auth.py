@@ -67,7 +67,7 @@ SIGN_IN_MAX_AGE = 600
 # Browsers keep cookies to 4096 bytes with the name and attributes; a longer session spills.
 MAX_COOKIE_VALUE = 3800
 # Sessions remembered in memory (spilled repository lists, logged-out ids), oldest out first.
-MAX_SPILLED_SESSIONS = 10_000
+MAX_REMEMBERED = 10_000
 DEFAULT_DAYS, MAX_DAYS = 30, 365
 _SECURITY_HEADERS = {
     "Cache-Control": "no-store",
@@ -98,9 +98,9 @@ class _Cookies:
         self._session = URLSafeTimedSerializer(key, salt="triage-bot dashboard session")
         self._sign_in = URLSafeTimedSerializer(key, salt="triage-bot dashboard sign-in")
         self._spilled: TTLCache[str, tuple[str, ...]] = TTLCache(
-            MAX_SPILLED_SESSIONS, ACCESS_TTL, timer=clock
+            MAX_REMEMBERED, ACCESS_TTL, timer=clock
         )
-        self._revoked: TTLCache[str, bool] = TTLCache(MAX_SPILLED_SESSIONS, ACCESS_TTL, timer=clock)
+        self._revoked: TTLCache[str, bool] = TTLCache(MAX_REMEMBERED, ACCESS_TTL, timer=clock)
 
     def dump_session(self, session: Session) -> str:
         value = {

@@ -100,7 +100,10 @@ async def _readable(client: httpx.AsyncClient, api_url: str, token: str) -> Sign
         raise GitHubUnavailable("GET /user answered without a login")
     repos: dict[str, str] = {}  # lowercased -> as GitHub spells it: an installation may repeat
     async for installation in _pages(client, api_url, "/user/installations", auth):
-        path = f"/user/installations/{int(installation['id'])}/repositories"
+        installation_id = installation.get("id") if isinstance(installation, dict) else None
+        if not isinstance(installation_id, int):
+            raise GitHubUnavailable("GET /user/installations listed one without an id")
+        path = f"/user/installations/{installation_id}/repositories"
         async for repo in _pages(client, api_url, path, auth):
             if _can_read(repo):
                 repos.setdefault(str(repo["full_name"]).lower(), str(repo["full_name"]))
@@ -131,10 +134,10 @@ async def _pages(
             raise GitHubUnavailable(f"GET {path} answered without {key}")
         for item in items:
             yield item
-        url = _next_page(response, api_url)
+        url = next_page_url(response, api_url)
 
 
-def _next_page(response: httpx.Response, api_url: str) -> str | None:
+def next_page_url(response: httpx.Response, api_url: str) -> str | None:
     following = response.links.get("next", {}).get("url")
     if not following:
         return None
