@@ -133,8 +133,11 @@ def test_a_forged_state_is_refused(site: Site, page: Any) -> None:
 
 def test_logout_ends_the_session(site: Site, page: Any) -> None:
     site.world.fake.sign_in("alice")
-    assert page.goto(site.url(f"/dashboard/{WIDGETS}")).status == 200
-    page.goto(site.url("/dashboard/logout"))
+    response = page.goto(site.url(f"/dashboard/{WIDGETS}"))
+    assert response.status == 200
+    # No script may run on the page: the policy says so in the header, not only in a meta tag.
+    assert "default-src 'none'" in response.headers["content-security-policy"]
+    page.click("text=Sign out")  # the link every page's frame carries
     shot(page, "logout")
     assert "signed out" in page.inner_text("body")
     assert all(c["name"] != SESSION_COOKIE for c in page.context.cookies())

@@ -228,7 +228,7 @@ def test_the_index_lists_each_repository_with_its_failed_jobs(store: Store) -> N
     ])  # fmt: skip
     page = Page(render_index(store.engine, ["o/b", "o/a", "o/quiet"], NOW))
     assert page.rows("") == [["o/a", "1"], ["o/b", "1"], ["o/quiet", "0"]]
-    assert [h for h in page.hrefs() if h.startswith("/dashboard/")] == [
+    assert [h for h in page.hrefs() if h.startswith("/dashboard/o/")] == [
         "/dashboard/o/a", "/dashboard/o/b", "/dashboard/o/quiet"
     ]  # fmt: skip
 
