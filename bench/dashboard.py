@@ -71,7 +71,7 @@ def measure(render: Callable[[], str], repeat: int) -> tuple[float, float, float
     return first, statistics.median(walls), statistics.median(cpus)
 
 
-def bench(url: str, jobs: int, repeat: int) -> None:
+def bench(url: str, jobs: int, repeat: int, html: Path | None = None) -> None:
     now = datetime.now(UTC)
     store = Store(url)
     try:
@@ -91,6 +91,9 @@ def bench(url: str, jobs: int, repeat: int) -> None:
                 f"  {name}: {wall * 1000:.0f} ms wall, {cpu * 1000:.0f} ms CPU "
                 f"(median of {repeat}; first call {first * 1000:.0f} ms)"
             )
+        if html is not None:  # to look at the page as a user would (a browser, not a test)
+            html.write_text(render_dashboard(store.engine, busiest, now), encoding="utf-8")
+            print(f"  the busiest repository's page: {html}")
     finally:
         store.close()
 
@@ -103,9 +106,11 @@ def main() -> None:
     parser.add_argument(
         "--postgres", action="store_true", help="also a PostgreSQL started by tests/services.py"
     )
+    parser.add_argument("--html", type=Path, help="also write the busiest repository's page here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
-        bench(args.database_url or f"sqlite:///{folder}/triage.db", args.jobs, args.repeat)
+        url = args.database_url or f"sqlite:///{folder}/triage.db"
+        bench(url, args.jobs, args.repeat, args.html)
     if args.postgres and not args.database_url:
         sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
         from services import create_database, drop_database, start_postgres
