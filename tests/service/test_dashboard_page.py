@@ -289,10 +289,10 @@ def test_clustering_takes_the_newest_jobs_and_the_page_says_how_many(store: Stor
 
 
 def test_flaky_verdicts_on_the_same_tree_agree_with_the_reports(store: Store) -> None:
-    """A re-push (another commit, the same tree) proves a key flaky where the key's own
-    history holds the pass: the dashboard's lean read gives the verdicts and proofs of
-    flaky.judge_keys for each key alone. (Judged together, as the report does, a key can
-    also be proven by a pass that only another key's history holds: the second key here.)"""
+    """A re-push (another commit, the same tree) proves a key flaky: the dashboard's lean
+    read gives the verdicts and proofs of flaky.judge_keys, whether each key is judged alone
+    (the dashboard) or all together (the report): the history reaches passes on the same
+    tree, not only at the commits where the key failed (the second key's case)."""
 
     def failure(job_id: int, key: str, **changes: Any) -> JobOutcome:
         test = key.split('"')[1]
@@ -315,7 +315,7 @@ def test_flaky_verdicts_on_the_same_tree_agree_with_the_reports(store: Store) ->
                     job_full_name="lint", finished_at=second, **common),
             job(pr * 10 + 3, "success", run_id=pr * 10 + 1, commit_sha=f"b{pr}",
                 finished_at=second, **common),
-            # This key did not fail at the re-push: its history never holds that pass.
+            # This key did not fail at the re-push: only the tree leads to that pass.
             failure(pr * 10 + 4, elsewhere, run_id=pr * 10 + 2, commit_sha=f"c{pr}",
                     finished_at=first, **common),
             job(pr * 10 + 5, "success", run_id=pr * 10 + 3, commit_sha=f"d{pr}",
@@ -323,15 +323,20 @@ def test_flaky_verdicts_on_the_same_tree_agree_with_the_reports(store: Store) ->
         ]  # fmt: skip
     store.outcomes.record(history)
     outcomes = JobOutcomes(store.engine)
-    alone = [judge_keys(outcomes, "o/r", {key}, now=NOW)[key] for key in (repushed, elsewhere)]
+    keys = (repushed, elsewhere)
+    alone = [judge_keys(outcomes, "o/r", {key}, now=NOW)[key] for key in keys]
+    together = judge_keys(outcomes, "o/r", set(keys), now=NOW)
+    assert alone == [together[key] for key in keys]
     reference = [verdict for verdict in alone if verdict.likely_flaky]
     data = dashboard_data(store.engine, "o/r", NOW)
-    assert [verdict.key for verdict in reference] == [repushed]
-    assert [flaky.key for flaky in data.flaky] == [repushed]
-    shown = [(f.job_id, p.job_id) for f, p in data.flaky[0].proofs]
-    assert shown == [(p.failed.job_id, p.passed.job_id) for p in reference[0].proofs]
-    assert reference[0].proofs[0].passed.commit_sha != reference[0].proofs[0].failed.commit_sha
-    assert data.likely_flaky == 4  # the key's failed jobs, both pull requests
+    assert sorted(verdict.key for verdict in reference) == sorted(keys)
+    assert sorted(flaky.key for flaky in data.flaky) == sorted(keys)
+    for verdict in reference:
+        flaky = next(f for f in data.flaky if f.key == verdict.key)
+        shown = [(f.job_id, p.job_id) for f, p in flaky.proofs]
+        assert shown == [(p.failed.job_id, p.passed.job_id) for p in verdict.proofs]
+        assert all(p.passed.commit_sha != p.failed.commit_sha for p in verdict.proofs)
+    assert data.likely_flaky == 6  # both keys' failed jobs, both pull requests
 
 
 def test_a_repository_without_failures_has_a_page_of_zeros(store: Store) -> None:

@@ -20,6 +20,7 @@ from triage_bot.config import Settings
 from triage_bot.service.queue import JobQueue
 from triage_bot.service.queue_transport import sqlite_huey
 from triage_bot.service.worker import prune_history
+from triage_bot.store.flaky import judge_keys
 from triage_bot.store.job_outcomes import JobOutcome, line_key, signature_key
 from triage_bot.store.store import Store
 
@@ -104,6 +105,30 @@ def test_history_is_the_keys_failures_and_every_job_at_their_commits(store: Stor
     found = store.outcomes.history("o/r", {KEY}, since=NOW - timedelta(days=14))
     assert [o.job_id for o in found] == [1, 2, 3]
     assert store.outcomes.history("o/r", set(), since=old) == []
+
+
+def test_history_holds_a_re_push_of_the_same_tree_so_judge_keys_sees_it(store: Store) -> None:
+    """flaky.same_code counts a pass at another commit with the same tree as no code
+    change; the history must reach that pass, or the rule never fires outside a test."""
+    history: list[JobOutcome] = []
+    for pr, run in ((3, 200), (4, 300)):
+        failed_at, repushed_at = f"f{pr}", f"f{pr}-amended"
+        at = NOW - timedelta(hours=40 - pr)
+        history += [
+            outcome(run, "failure", run_id=run, pr_number=pr, commit_sha=failed_at,
+                    tree_sha=f"tree{pr}", finished_at=at),
+            outcome(run + 1, "success", run_id=run + 1, pr_number=pr, commit_sha=repushed_at,
+                    tree_sha=f"tree{pr}", finished_at=at + timedelta(hours=1)),
+        ]  # fmt: skip
+    history.append(  # a pass at a commit whose code changed proves nothing, and is not read
+        outcome(400, "success", run_id=400, pr_number=3, commit_sha="f3-fixed", tree_sha="other")
+    )
+    store.outcomes.record(history)
+    found = store.outcomes.history("o/r", {KEY}, since=NOW - timedelta(days=14))
+    assert sorted(o.job_id for o in found) == [200, 201, 300, 301]
+    verdict = judge_keys(store.outcomes, "o/r", {KEY}, now=NOW, asking=("pr", "9"))[KEY]
+    assert verdict.likely_flaky, verdict.why
+    assert {p.passed.commit_sha for p in verdict.proofs} == {"f3-amended", "f4-amended"}
 
 
 def test_prune_deletes_only_rows_past_retention_a_batch_at_a_time(store: Store) -> None:

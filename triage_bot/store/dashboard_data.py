@@ -278,10 +278,10 @@ def likely_flaky(
     Each signature key that failed in the flaky window is judged on its own history, with
     the verdict `judge_keys(outcomes, repo, {key})` gives (the comment's and the report's),
     read for all keys at once and lean: judge weighs only the key's failures and the passes
-    of the same job on the same code (commit, or tree) at a commit where the key failed
-    (JobOutcomes.history's reach); the other jobs at those commits, which it reads too, are
-    left out (half the rows of a busy repository). A key without such a pass is not judged:
-    both rules need one."""
+    of the same job on the same code (the commit, or another with the same tree: within
+    JobOutcomes.history's reach); the other jobs there, which history reads too, are left
+    out (half the rows of a busy repository). A key without such a pass is not judged: both
+    rules need one."""
     since = now - FLAKY_WINDOW
     failures, passes = _flaky_history(engine, repo, since)
     at_commit: dict[tuple[str, str], list[_Row]] = {}
@@ -317,14 +317,13 @@ def _passes_for(
     at_tree: dict[tuple[str, str], list[_Row]],
 ) -> list[_Row]:
     """The passes that could prove one key's `failed` jobs flaky: the same job at the same
-    commit or tree, at a commit where the key failed."""
-    commits = {outcome.commit_sha for _, outcome in failed}
+    commit or tree."""
     found: dict[int, _Row] = {}
     for _, outcome in failed:
         same = at_commit.get((outcome.commit_sha, outcome.job_full_name), [])
         if outcome.tree_sha is not None:
             same = same + at_tree.get((outcome.tree_sha, outcome.job_full_name), [])
-        found.update((row[0], row) for row in same if row[1].commit_sha in commits)
+        found.update((row[0], row) for row in same)
     return list(found.values())
 
 
@@ -350,14 +349,19 @@ def _flaky_history(engine: Engine, repo: str, since: datetime) -> tuple[list[_Ro
     with engine.connect() as conn:
         failures = _rows(conn.execute(select(*read).where(failed)))
         commits = sorted({outcome.commit_sha for _, outcome in failures})
-        passes = []
+        trees = sorted({o.tree_sha for _, o in failures if o.tree_sha is not None})
+        passes: dict[int, _Row] = {}
         # The failures' commits as a list, not a subquery: it makes both databases start
         # from the commit index (with a subquery PostgreSQL read every repository's days).
-        for start in range(0, len(commits), _COMMITS_PER_QUERY):
-            chunk = commits[start : start + _COMMITS_PER_QUERY]
-            where = [recent, columns.conclusion.in_(_PASSED), columns.commit_sha.in_(chunk), pairs]
-            passes += _rows(conn.execute(select(*read).where(*where)))
-    return failures, passes
+        # Then their trees: a pass at another commit with the same tree changed no code.
+        for column, values in ((columns.commit_sha, commits), (columns.tree_sha, trees)):
+            for start in range(0, len(values), _COMMITS_PER_QUERY):
+                chunk = values[start : start + _COMMITS_PER_QUERY]
+                where = [recent, columns.conclusion.in_(_PASSED), column.in_(chunk), pairs]
+                passes.update(
+                    (row[0], row) for row in _rows(conn.execute(select(*read).where(*where)))
+                )
+    return failures, list(passes.values())
 
 
 def _rows(result: Iterable[Any]) -> list[_Row]:

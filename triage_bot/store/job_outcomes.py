@@ -95,14 +95,22 @@ class JobOutcomes:
 
     def history(self, repo: str, keys: Collection[str], since: datetime) -> list[JobOutcome]:
         """The jobs since `since` that failed with one of `keys`, and every job at the same
-        commits (their re-runs, passing or not): what the flaky rules weigh. Oldest first."""
+        commits or trees (their re-runs, and re-pushes of the same code, passing or not): what
+        the flaky rules weigh. Oldest first."""
         if not keys:
             return []
         columns = [job_outcomes.c[name] for name in _FIELDS]
         recent = job_outcomes.c.finished_at >= since
         with self.engine.connect() as conn:
-            commits = select(job_outcomes.c.commit_sha).where(
-                job_outcomes.c.repo == repo, job_outcomes.c.failure_key.in_(list(keys)), recent
+            failed_here = (
+                job_outcomes.c.repo == repo,
+                job_outcomes.c.failure_key.in_(list(keys)),
+                recent,
+            )
+            commits = select(job_outcomes.c.commit_sha).where(*failed_here)
+            # flaky.same_code: a pass at another commit with the same tree changed no code.
+            trees = select(job_outcomes.c.tree_sha).where(
+                *failed_here, job_outcomes.c.tree_sha.is_not(None)
             )
             query = (
                 select(*columns)
@@ -111,6 +119,7 @@ class JobOutcomes:
                     or_(
                         job_outcomes.c.failure_key.in_(list(keys)),
                         job_outcomes.c.commit_sha.in_(commits),
+                        job_outcomes.c.tree_sha.in_(trees),
                     )
                 )
                 .order_by(job_outcomes.c.finished_at, job_outcomes.c.id)
