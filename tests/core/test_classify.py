@@ -176,3 +176,18 @@ def test_each_branch_of_a_prefilter_finds_its_lines(engine: str) -> None:
     result = run_log("".join(line + "\n" for line in lines), engine=engine)
     found = {m.line for m in result.matches if m.signature.id == "java-surefire-summary-failure"}
     assert found == {2, 3, 4}
+
+
+def test_a_regex_trigger_is_led_only_by_a_rare_literal_it_must_start_with() -> None:
+    from triage_bot.core.engine import lead_literal
+
+    assert lead_literal(rb"\nE   ") == b"\nE   "
+    assert lead_literal(rb"\n_ [^_ ]") == b"\n_ "
+    assert lead_literal(" » ".encode()) == " » ".encode()
+    assert lead_literal(" »x?".encode()) == " »".encode()  # an optional byte is not part of it
+    # Common words and plain ASCII are no lead: their lines are too many to look at again.
+    assert lead_literal(rb"Test[\w$]*\.[\w$<>]+:\d") is None
+    assert lead_literal(rb"\.py:\d+:\d+: [A-Z]") is None
+    # What a match may not start with: a class, a group, an anchor, flags, too short a lead.
+    for pattern in (rb"\d+\nE", rb"(?:\nE|\nF)  ", rb"^E   ", rb"(?i)\nE   ", rb"\nE?  "):
+        assert lead_literal(pattern) is None, pattern

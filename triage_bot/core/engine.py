@@ -159,19 +159,69 @@ class HyperscanPrefilter:
 
 class _RegexTriggers:
     """The regex triggers, for the engines that take literals only: Python's `re` runs them
-    over the whole block in C (each starts with a literal, which `re` searches for fast)."""
+    over the whole block in C (each starts with a literal, which `re` searches for fast),
+    one pass each. A trigger whose every match starts with a literal rare in text (`leads`:
+    see lead_literal) is instead left to the engine's literal scan: a line holding that
+    literal is reported as one holding an unknown trigger, and literals_in, which runs every
+    regex trigger on the line, decides."""
 
-    def __init__(self, triggers: Sequence[Trigger]) -> None:
+    def __init__(self, triggers: Sequence[Trigger], *, by_lead: bool = False) -> None:
         self._compiled = [
             (index, re.compile(t.pattern)) for index, t in enumerate(triggers) if t.is_regex
         ]
+        leads = [lead_literal(p.pattern) if by_lead else None for _i, p in self._compiled]
+        self.leads = [lead for lead in leads if lead is not None]
+        self._scanned = [
+            p for (_i, p), lead in zip(self._compiled, leads, strict=True) if lead is None
+        ]
 
     def unknown(self, block: bytes) -> list[tuple[int, int]]:
-        """Occurrences as scan_ids reports them, the trigger left to literals_in."""
-        return [(m.end(), -1) for _i, pattern in self._compiled for m in pattern.finditer(block)]
+        """Occurrences as scan_ids reports them, the trigger left to literals_in, of the
+        triggers without a lead."""
+        return [(m.end(), -1) for pattern in self._scanned for m in pattern.finditer(block)]
 
     def indexes_in(self, line: bytes) -> set[int]:
         return {index for index, pattern in self._compiled if pattern.search(line)}
+
+
+# A lead is at least this long and starts a line (a newline first) or holds a non-ASCII
+# byte: each line holding one is looked at again, so it must be rare. Measured on the bench's
+# log: `Test` and `test` begin too many words, `.py:` is on every pytest progress line;
+# ` » ` and a newline then `E   ` are rare.
+_LEAD_BYTES = 3
+_LEAD_ESCAPES = {ord("n"): b"\n", ord("t"): b"\t"}
+_METACHARACTERS = frozenset(b".^$*+?{}[]|()\\")
+_QUANTIFIERS = frozenset(b"*+?{")
+
+
+def lead_literal(pattern: bytes) -> bytes | None:
+    """The literal every match of `pattern` starts with, when it makes a lead (see above),
+    read from the pattern's text: plain bytes and escaped punctuation up to the first
+    metacharacter, less a byte that a quantifier follows. None for a pattern that starts
+    otherwise (a class, a group, an anchor, inline flags)."""
+    lead = bytearray()
+    at = 0
+    while at < len(pattern):
+        byte, width = pattern[at], 1
+        if byte == ord("\\"):
+            escaped = pattern[at + 1] if at + 1 < len(pattern) else None
+            if escaped in _LEAD_ESCAPES:
+                piece = _LEAD_ESCAPES[escaped]
+            elif escaped is not None and not chr(escaped).isalnum():
+                piece = bytes([escaped])  # `\.`, `\(`, `\ `: the byte itself
+            else:
+                break  # a class (`\d`, `\w`) or another special escape
+            width = 2
+        elif byte in _METACHARACTERS:
+            break
+        else:
+            piece = bytes([byte])
+        if at + width < len(pattern) and pattern[at + width] in _QUANTIFIERS:
+            break  # `ab?`: the b is optional
+        lead += piece
+        at += width
+    rare = lead.startswith(b"\n") or not lead.isascii()
+    return bytes(lead) if len(lead) >= _LEAD_BYTES and rare else None
 
 
 def _literal_triggers(triggers: Sequence[Trigger]) -> list[tuple[int, bytes]]:
@@ -191,13 +241,13 @@ class AhoCorasickPrefilter:
         self._index_of = [index for index, _pattern in literal]
         # Scanning blocks: leftmost-first as a DFA is about 1.7x the default automaton, and
         # one hit per line is all the scan needs. Lines: every literal, overlapping ones too.
+        self._regexes = _RegexTriggers(triggers, by_lead=True)
         self._scanner: Any = ahocorasick_rs.BytesAhoCorasick(
-            patterns + colour_parts([*patterns, *stand_ins]),
+            patterns + colour_parts([*patterns, *stand_ins]) + self._regexes.leads,
             matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST,
             implementation=ahocorasick_rs.Implementation.DFA,
         )
         self._automaton: Any = ahocorasick_rs.BytesAhoCorasick(patterns)
-        self._regexes = _RegexTriggers(triggers)
 
     def literals_in(self, line: bytes) -> set[int]:
         found = self._automaton.find_matches_as_indexes(line, overlapping=True)

