@@ -22,32 +22,17 @@ from dashboard_world import (
     World,
     dashboard_world,
 )
-from render.test_first_screen import CHROMIUM_FLAGS, chromium, no_browser
+from render.test_first_screen import browser
 
 from service.test_server import run_uvicorn
 from triage_bot.service.dashboard_auth import SESSION_COOKIE
 from triage_bot.service.queue import JobQueue
 from triage_bot.service.server import create_app
 
+__all__ = ["browser"]  # a fixture: Debian's Chromium through playwright, or skip (fail on CI)
+
 SCREENSHOTS = Path("/tmp")
 VIEWPORT = {"width": 1200, "height": 900}
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        no_browser("playwright is not installed (pip install -e '.[dev]')")
-    executable = chromium()
-    if executable is None:
-        no_browser("no chromium (scripts/test installs it: apt-get install chromium)")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)
-        try:
-            yield launched
-        finally:
-            launched.close()
 
 
 class Site:
