@@ -177,6 +177,31 @@ def test_a_wrapper_alone_in_its_step_stands_for_an_earlier_failed_steps_error() 
     assert last.match.signature.wraps and f"defers to `{GCC}`" in last.reason
 
 
+def test_with_no_specific_error_there_a_wrapper_stands_for_an_earlier_steps_wrapper() -> None:
+    # HubSpot/Baragon, Travis job 89270049 (via tdurieux/BugSwarm-dissection): `travis_retry
+    # mvn install` failed three times on Maven's goal (a wrapper, its details WARNING lines),
+    # then Travis ended the job on a line of its own after the step's end.
+    goal = (
+        "[ERROR] Failed to execute goal org.apache.maven.plugins:maven-dependency-plugin:2.10:"
+        "analyze-only (default) on project BaragonService: Dependency problems found"
+    )
+    command = "mvn install -DskipTests=true -Dmaven.javadoc.skip=true -B -V"
+    lines = [
+        f"$ travis_retry {command}",
+        "[WARNING] Used undeclared dependencies found:",
+        "[WARNING]    org.apache.zookeeper:zookeeper:jar:3.4.6:compile",
+        goal,
+        f'The command "eval {command}" failed 3 times.',
+        "travis_time:end:05461c20:start=1446659147402853832,finish=1446659426164555169",
+        f'The command "{command}" failed and exited with 1 during .',
+        "Your build has been stopped.",
+    ]
+    result = run_log(log_of(lines))
+    root = result.root_cause
+    assert root is not None and root.text == goal
+    assert root.signature.wraps and "specific error above the wrapper" in root.reason
+
+
 def test_a_travis_command_of_several_lines_ends_its_step() -> None:
     # The end line of a multi-line command is its closing quote: `" exited with 1.`.
     lines = ['$ case "$BUILD" in', "  stack) stack test ;;", "esac", GCC]

@@ -372,13 +372,25 @@ def _specific_above(wrapper: Match, matches: Sequence[Match]) -> Match | None:
 def _earlier_failure(wrapper: Match, matches: Sequence[Match], steps: Steps) -> Match | None:
     """With nothing to stand for in its own step, a wrapper stands for the specific error of
     the nearest earlier step that failed: CI went on past that step (Travis runs every
-    `script` command), and its error is the first cause."""
+    `script` command), and its error is the first cause. Without a specific error there, an
+    inner wrapper of that step (Maven's `Failed to execute goal ...` under Travis' `The
+    command "mvn install" failed 3 times.`), as _specific_above does in the same step."""
+    return _earlier_in_failed_step(wrapper, matches, steps, wrappers=False) or (
+        _earlier_in_failed_step(wrapper, matches, steps, wrappers=True)
+    )
+
+
+def _earlier_in_failed_step(
+    wrapper: Match, matches: Sequence[Match], steps: Steps, *, wrappers: bool
+) -> Match | None:
     best: Match | None = None
     for match in matches:
         end = steps.ends.get(match.section)
         if end is None or not end.failed or match.section >= wrapper.section:
             continue
-        if match.signature.wraps or match.signature.generic or match.level or match.new is False:
+        if match.signature.wraps != wrappers or match.signature.generic:
+            continue
+        if match.level or match.new is False:
             continue
         if best is None or (match.section, -match.line) > (best.section, -best.line):
             best = match
