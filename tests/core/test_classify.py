@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 from helpers import run_log
 
@@ -191,3 +193,15 @@ def test_a_regex_trigger_is_led_only_by_a_rare_literal_it_must_start_with() -> N
     # What a match may not start with: a class, a group, an anchor, flags, too short a lead.
     for pattern in (rb"\d+\nE", rb"(?:\nE|\nF)  ", rb"^E   ", rb"(?i)\nE   ", rb"\nE?  "):
         assert lead_literal(pattern) is None, pattern
+
+
+def test_regex_triggers_with_one_leading_literal_share_one_pass_and_find_each_line() -> None:
+    from triage_bot.core.engine import _joined_by_prefix
+
+    patterns = [rb"test[A-Z0-9_]\w*, ", rb"test[A-Z0-9_]\w*(?:\(\)|\])", rb"\.py:\d+:\d+: [A-Z]"]
+    joined = _joined_by_prefix(patterns)
+    assert len(joined) == 2  # the two `test` ones in one pass, `.py:` alone
+    block = b"  testLogin, failed\nClass.testB()\n-[C testC]\nx.py:1:2: E3 bad\ntesting, no\n"
+    found = {block.count(b"\n", 0, m.end()) for p in joined for m in p.finditer(block)}
+    alone = {block.count(b"\n", 0, m.end()) for p in patterns for m in re.finditer(p, block)}
+    assert found == alone == {0, 1, 2, 3}
