@@ -451,6 +451,28 @@ def test_a_root_cause_the_passing_run_also_printed_loses_to_a_new_one() -> None:
     assert all(m.new is not None for m in result.matches)
 
 
+def test_a_bare_failure_stands_for_a_new_error_its_script_let_pass_in_an_earlier_step() -> None:
+    # hashicorp/terraform's "Build Terraform CLI Packages" (via labri-progress/cidiff,
+    # breakages_dump run 390): `git describe` failed inside a step that went on, and a later
+    # step failed on the empty version with nothing of its own to show.
+    describe = "fatal: No tags can describe '60a189413d732eccd0158591618422c7cad1aed7'."
+    stamp = "2022-05-19T22:22:36.7230713Z "
+    lines = [
+        "##[group]Run git describe --first-parent",
+        describe,
+        "Try --always, or create some tags.",
+        '##[group]Run # Trim the "v" prefix, if any.',
+        "##[endgroup]",
+        "##[error]Process completed with exit code 1.",
+    ]
+    failing = "".join(stamp + line + "\n" for line in lines)
+    alone = run_log(failing)
+    assert alone.root_cause is not None and alone.root_cause.signature.wraps
+    passing = "".join(stamp + line + "\n" for line in ["##[group]Run git describe", "v1.3.0"])
+    root = _compared(failing, passing).root_cause
+    assert root is not None and root.text == describe and root.new is True
+
+
 def test_best_guess_lines_are_chosen_among_the_new_lines() -> None:
     old = [f"ERROR: flaky thing {n} failed to start" for n in range(10)]
     new = "ERROR: the widget frobnicator exploded"

@@ -375,9 +375,28 @@ def _earlier_failure(wrapper: Match, matches: Sequence[Match], steps: Steps) -> 
     `script` command), and its error is the first cause. Without a specific error there, an
     inner wrapper of that step (Maven's `Failed to execute goal ...` under Travis' `The
     command "mvn install" failed 3 times.`), as _specific_above does in the same step."""
-    return _earlier_in_failed_step(wrapper, matches, steps, wrappers=False) or (
-        _earlier_in_failed_step(wrapper, matches, steps, wrappers=True)
+    return (
+        _earlier_in_failed_step(wrapper, matches, steps, wrappers=False)
+        or _earlier_in_failed_step(wrapper, matches, steps, wrappers=True)
+        or _earlier_new_error(wrapper, matches)
     )
+
+
+def _earlier_new_error(wrapper: Match, matches: Sequence[Match]) -> Match | None:
+    """With no earlier step that failed on an error, the nearest specific error above that
+    the passing run did not print (compare.py), though its step went on: a command whose
+    failure the script ignored (`git describe` in `VERSION=$(...)`) leaves a later step
+    failing on its consequence, with nothing of its own to show. Only with a comparison:
+    without one, every error of a passing step would be a candidate."""
+    best: Match | None = None
+    for match in matches:
+        if match.new is not True or match.section >= wrapper.section:
+            continue
+        if match.signature.wraps or match.signature.generic or match.level:
+            continue
+        if best is None or match.line > best.line:
+            best = match
+    return best
 
 
 def _earlier_in_failed_step(
