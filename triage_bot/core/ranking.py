@@ -392,7 +392,7 @@ def _earlier_new_error(wrapper: Match, matches: Sequence[Match]) -> Match | None
     for match in matches:
         if match.new is not True or match.section >= wrapper.section:
             continue
-        if match.signature.wraps or match.signature.generic or match.level:
+        if not _can_stand_for(match, wrappers=False):
             continue
         if best is None or match.line > best.line:
             best = match
@@ -407,20 +407,24 @@ def _earlier_in_failed_step(
         end = steps.ends.get(match.section)
         if end is None or not end.failed or match.section >= wrapper.section:
             continue
-        if match.signature.wraps != wrappers or match.signature.generic:
-            continue
-        if match.level or match.new is False:
+        if not _can_stand_for(match, wrappers=wrappers) or match.new is False:
             continue
         if best is None or (match.section, -match.line) > (best.section, -best.line):
             best = match
     return best
 
 
+def _can_stand_for(match: Match, *, wrappers: bool) -> bool:
+    """Whether a wrapper may stand for `match`: a specific error (or, asked for, an inner
+    wrapper), neither a catch-all nor a line printed below ERROR level."""
+    return match.signature.wraps == wrappers and not match.signature.generic and not match.level
+
+
 def _nearest_above(wrapper: Match, matches: Sequence[Match], *, wrappers: bool) -> Match | None:
     best: Match | None = None
     best_line = 0
     for match in matches:
-        if match.signature.wraps != wrappers or match.signature.generic or match.level:
+        if not _can_stand_for(match, wrappers=wrappers):
             continue
         if match.new is False:  # the passing run printed it too: not what this wrapper ends
             continue
