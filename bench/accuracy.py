@@ -314,6 +314,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     triager = cli_triager(args.cli, args.timeout)
     if args.compare:
+        if not any(row.passing for row in load_index(args.folder)):
+            print(f"{args.folder}: no log in index.json has a `passing` log to compare with")
+            return 2
         alone = score(args.folder, triager, args.jobs, args.language, compare=False)
         print("without --compare:\n" + table(alone) + "\n")
         results = score(args.folder, triager, args.jobs, args.language, compare=True)

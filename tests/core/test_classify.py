@@ -205,3 +205,15 @@ def test_regex_triggers_with_one_leading_literal_share_one_pass_and_find_each_li
     found = {block.count(b"\n", 0, m.end()) for p in joined for m in p.finditer(block)}
     alone = {block.count(b"\n", 0, m.end()) for p in patterns for m in re.finditer(p, block)}
     assert found == alone == {0, 1, 2, 3}
+
+
+def test_a_noisy_signature_does_not_crowd_out_the_failure_at_the_end() -> None:
+    # Black lists every file it would reformat (94 in a cisco/mindmeld job, BugSwarm's
+    # fixture tests/analyzer/github_data/python/2163834915-orig.log); the tests fail later.
+    files = "".join(f"would reformat mindmeld/m{i}.py\n" for i in range(150))
+    failed = "FAILED tests/test_core.py::test_span[ok 2:30pm now-sys_time]"
+    result = run_log(files + failed + "\n##[error]Process completed with exit code 1.\n")
+    assert len(result.matches) == classify_module.MAX_DISTINCT_MATCHES
+    assert result.root_cause is not None and result.root_cause.text == failed
+    kept = sorted(m.line for m in result.matches if m.signature.id == "python-black-would-reformat")
+    assert kept[0] == 1  # the signature's first match stays

@@ -482,3 +482,81 @@ def test_best_guess_lines_are_chosen_among_the_new_lines() -> None:
     result = _compared(failing, log_of(travis_step("./run", old, 0)))
     assert [f.text for f in result.fallback_lines] == [new]
     assert [f.new for f in result.fallback_lines] == [True]
+
+
+# A GitHub Actions job whose failing step is a JavaScript action's tool (@actions/exec) or a
+# Docker container action, not a `run:` script: the runner's own lines (the first from
+# BugSwarm's fixture of a FormidableLabs/victory job, tests/analyzer/github_data/javascript/
+# jest/2544418976.log in BugSwarm/bugswarm; the second from digitalocean/action-doctl#23).
+ACTION_END = "##[error]The process '/usr/bin/xvfb-run' failed with exit code 1"
+DOCKER_END = "##[error]Docker run failed with exit code 1"
+
+
+def test_an_action_s_exit_ends_the_failing_step() -> None:
+    assert step_end(ACTION_END) is True
+    assert step_end(DOCKER_END) is True
+    # Without `##[error]` it is a try that @actions/exec retries, not the step's end.
+    assert step_end("The process '/usr/bin/git' failed with exit code 128") is None
+    log = log_of(
+        [
+            "##[group]Run npm test",
+            "##[endgroup]",
+            GCC,
+            "##[error]Process completed with exit code 1.",
+            "##[group]Run GabrielBB/xvfb-action@v1",
+            "##[endgroup]",
+            "ModuleNotFoundError: No module named 'xvfbwrapper'",
+            ACTION_END,
+        ]
+    )
+    result = run_log(log)
+    assert result.steps is not None and result.steps.failing_end is not None
+    assert result.steps.failing_end.line == 8
+    assert result.root_cause is not None and result.root_cause.line == 7
+
+
+# openpilot's unit tests (BugSwarm's fixture tests/analyzer/github_data/python/
+# 2516961170-orig.log, a commaai/openpilot job): scons' git call fails at the step's start,
+# the step goes on for 12,000 lines and a test fails at its end.
+UNSAFE_REPO = "fatal: unsafe repository ('/tmp/openpilot/panda' is owned by someone else)"
+UNITTEST_FAIL = "FAIL: test_no_duplicate_fw_versions (tests.test_fw_fingerprint.TestFwFingerprint)"
+UNITTEST_SUMMARY = "FAILED (failures=1, skipped=176)"
+
+
+def test_a_test_failing_below_an_error_the_step_went_on_from_is_the_cause() -> None:
+    filler = [f"test_{i} (tests.test_x.TestX) ... ok" for i in range(200)]
+    log = log_of(
+        [
+            "##[group]Run docker run openpilot-base unittest",
+            "##[endgroup]",
+            UNSAFE_REPO,
+            *filler,
+            UNITTEST_FAIL,
+            "AssertionError: False is not true : Duplicate FW versions found",
+            UNITTEST_SUMMARY,
+            "##[error]Process completed with exit code 1.",
+        ]
+    )
+    result = run_log(log)
+    assert result.root_cause is not None and result.root_cause.text == UNITTEST_FAIL
+    gone_on = next(w for w in result.weighed if w.match.text == UNSAFE_REPO)
+    assert "went on to run tests" in gone_on.reason
+    # The same error with no test failing below it is the cause.
+    alone = run_log(log_of([UNSAFE_REPO, "##[error]Process completed with exit code 1."]))
+    assert alone.root_cause is not None and alone.root_cause.text == UNSAFE_REPO
+
+
+def test_a_crash_above_the_failing_test_stays_the_cause() -> None:
+    # A segfault or a killed process can be why the test failed: the step did not go on from it.
+    log = log_of(
+        [
+            "##[group]Run python -m unittest",
+            "##[endgroup]",
+            "Fatal Python error: Segmentation fault",
+            UNITTEST_FAIL,
+            UNITTEST_SUMMARY,
+            "##[error]Process completed with exit code 1.",
+        ]
+    )
+    result = run_log(log)
+    assert result.root_cause is not None and result.root_cause.text != UNITTEST_FAIL

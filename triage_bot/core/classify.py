@@ -48,6 +48,9 @@ from triage_bot.core.logs import LineCounter, clip, lines_after, lines_ending_at
 from triage_bot.core.pytest_sections import PytestSections
 from triage_bot.core.regex_shapes import cpu_search, top_level_branches
 
+# Distinct matches kept per job. Once full, a new one takes the place of an older match of
+# the signature that has the most (never that signature's first): a formatter listing 94
+# files early in the log must not crowd out the test that failed at its end.
 MAX_DISTINCT_MATCHES = 100
 MAX_VARIANTS = 50
 # With a passing run, a step's best-guess lines are sifted once the log is read (the lines
@@ -90,7 +93,6 @@ _ERROR_MARKER = b"##[error]"
 # number of them) so that a line can be linked to GitHub's log viewer (#step:S:L).
 _GROUP_MARKER = b"##[group]"
 MAX_GROUP_MARKS = 5000
-_PROCESS_EXIT = "##[error]Process completed with exit code"
 
 
 class CompiledCatalog:
@@ -262,6 +264,8 @@ class JobClassifier:
         self._lines_done = 0  # complete lines before the current block
         self._bytes_read = 0
         self._matches: dict[tuple[str, tuple[str, ...]], Match] = {}
+        # The keys of self._matches per signature, oldest first (for making room).
+        self._keys_by_signature: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
         self._pending_after: list[Match] = []
         self._pytest = PytestSections()
         self._go_tests = GoTestOutput()
@@ -623,7 +627,7 @@ class JobClassifier:
             self._groups.append(logs.GroupMark(number, timestamp, text[len("##[group]") :]))
 
     def _track_error(self, number: int, text: str) -> None:
-        if text.startswith(_PROCESS_EXIT):
+        if ranking.github_step_end(text):
             return
         if self._passing is None and len(self._annotations) >= ranking.FALLBACK_LINES:
             return
@@ -668,7 +672,7 @@ class JobClassifier:
             _add_variants(known, captures)
             return True
         if len(self._matches) >= MAX_DISTINCT_MATCHES:
-            return True
+            self._make_room()
         match = Match(
             signature=signature,
             captures=captures,
@@ -684,11 +688,23 @@ class JobClassifier:
         )
         _add_variants(match, captures)
         self._matches[key] = match
+        self._keys_by_signature.setdefault(signature.id, []).append(key)
         if self._passing is not None:
             self._match_lines[key] = text[:MAX_LINE_CHARS]  # `new` is set by _sift
         if len(match.after) < signature.after:
             self._pending_after.append(match)
         return True
+
+    def _make_room(self) -> None:
+        """Drop one match: the second oldest of the signature with the most distinct ones
+        (its first stays: the first of equals is the likeliest cause)."""
+        signature_id, keys = max(self._keys_by_signature.items(), key=lambda item: len(item[1]))
+        victim = keys.pop(1 if len(keys) > 1 else 0)
+        if not keys:
+            del self._keys_by_signature[signature_id]
+        dropped = self._matches.pop(victim)
+        self._match_lines.pop(victim, None)
+        self._pending_after = [match for match in self._pending_after if match is not dropped]
 
     def _bounded_search(
         self, signature: Signature, text: str, number: int

@@ -242,6 +242,9 @@ def lines_after(block: bytes, end: int, wanted: int) -> list[str]:
 def clip(text: str) -> str:
     if len(text) <= MAX_EVIDENCE_CHARS:
         return text
+    text = text.rstrip()  # a formatter's padding to its columns is not worth a clip mark
+    if len(text) <= MAX_EVIDENCE_CHARS:
+        return text
     return text[:MAX_EVIDENCE_CHARS] + " …"
 
 

@@ -16,9 +16,11 @@ A person reading a failed job's log goes to the end of the step that failed and 
   listed, "also in the passing run"), and a wrapper never defers to such a line;
 - then the signature's priority; among equals, the match nearest the failing step's end.
 
-A step's end is `##[error]Process completed with exit code N` (GitHub Actions), `The command
-"..." exited with N.` (Travis CI, N = 0 for a step that passed; `failed and exited with N
-during install.` or `failed 3 times.` in its set-up phases and retries), `ERROR: Job failed` /
+A step's end is `##[error]Process completed with exit code N` (GitHub Actions; from an
+action, `##[error]The process '/usr/bin/git' failed with exit code N` or `##[error]Docker run
+failed with exit code N`), `The command "..." exited with N.` (Travis CI, N = 0 for a step
+that passed; `failed and exited with N during install.` or `failed 3 times.` in its set-up
+phases and retries), `ERROR: Job failed` /
 `Job succeeded` (GitLab CI) and `Finished: FAILURE` (Jenkins); a GitHub step also starts at
 its `##[group]Run ...` line, a Travis one at its `travis_time:start:` marker (what ran before
 it without an end line, Travis' own set-up, went on). The failing step is the last one whose
@@ -100,7 +102,13 @@ _TRAVIS_END = regex.compile(
     r'^(?:The command ".*)?" (?:(?:failed and )?exited with (?P<code>\d+)(?: during \w*)? ?\.'
     r"|failed (?P<tries>\d+) times\.)$"
 )
-_GITHUB_END = regex.compile(r"^##\[error\]Process completed with exit code (?P<code>\d+)")
+# The runner ends a failed step with one of three lines: a `run:` script's exit, a JavaScript
+# action's tool (@actions/exec: `The process '/usr/bin/git' failed with exit code 128`) and a
+# Docker container action's exit.
+_GITHUB_END = regex.compile(
+    r"^##\[error\](?:Process completed|The process '[^'\n]*' failed|Docker run failed)"
+    r" with exit code \d+"
+)
 _GITLAB_END = regex.compile(r"^(?:ERROR: Job failed\b|Job succeeded$)")
 _JENKINS_END = regex.compile(r"^Finished: (?P<result>SUCCESS|FAILURE|UNSTABLE|ABORTED)$")
 GITHUB_STEP_START = "##[group]Run "
@@ -159,6 +167,11 @@ _CLOSING = regex.compile(
 )
 
 
+def github_step_end(text: str) -> bool:
+    """Whether a normalised line is the runner's own end of a failed GitHub Actions step."""
+    return text.startswith("##[error]") and _GITHUB_END.match(text) is not None
+
+
 def step_end(text: str) -> bool | None:
     """Whether a normalised line ends a step that failed (True) or passed (False); None
     when it ends none."""
@@ -169,7 +182,7 @@ def step_end(text: str) -> bool | None:
             return None
         return found.group("tries") is not None or found.group("code") != "0"
     if text.startswith("##[error]"):
-        return True if _GITHUB_END.match(text) else None
+        return True if github_step_end(text) else None
     if text.startswith(("ERROR: Job failed", "Job succeeded")):
         return text.startswith("ERROR") if _GITLAB_END.match(text) else None
     if text.startswith("Finished: "):
@@ -262,6 +275,9 @@ def demoted(item: Weighed) -> bool:
     return 0 in item.score[:_DEMOTING_PARTS]
 
 
+# The categories of error a step can go on from to run its tests (not a crash, a resource or
+# a time limit: those can be why a test failed).
+_GONE_ON_FROM = frozenset({"build", "config", "dependency", "infra", "lint", "network"})
 # The parts of a score, in the order they are compared.
 SCORE_PARTS = (
     "new",
@@ -269,6 +285,7 @@ SCORE_PARTS = (
     "step",
     "not_low_level",
     "not_recovered",
+    "not_gone_on",
     "priority",
     "nearness",
     "first",
@@ -294,12 +311,14 @@ def rank(matches: Sequence[Match], steps: Steps, last_line: int) -> list[Weighed
         above = deferred.get(id(match)) or _child_of(match, matches)
         step, step_reason = _step_rank(match, steps)
         recovered = _recovered(match, steps)
+        tests_below = _failing_tests_below(match, matches)
         head: tuple[int, ...] = (
             0 if match.new is False else 1,
             0 if above is not None else 1,
             step,
             0 if match.level else 1,
             0 if recovered else 1,
+            0 if tests_below is not None else 1,
             match.signature.priority,
         )
         reasons = []
@@ -316,6 +335,10 @@ def rank(matches: Sequence[Match], steps: Steps, last_line: int) -> list[Weighed
             reasons.append(f"printed at {match.level} level")
         if recovered:
             reasons.append("seen again and again in a step that then passed: retried")
+        if tests_below is not None:
+            reasons.append(
+                f"the step went on to run tests, which failed: `{_short(tests_below.text)}`"
+            )
         reasons.append(step_reason)
         heads.append((match, head, "; ".join(reasons)))
     # Among equals, the nearest to the failing step's end; but a signature's matches count
@@ -342,6 +365,22 @@ def rank(matches: Sequence[Match], steps: Steps, last_line: int) -> list[Weighed
     if weighed:
         weighed[0] = _winner(weighed, deferred, matches, steps)
     return weighed
+
+
+def _failing_tests_below(match: Match, matches: Sequence[Match]) -> Match | None:
+    """A failing test below a build, lint, set-up or network error of the same step: the step
+    went on past that error and ran its tests, so what its exit reports is the tests' failure
+    (a `tsc` error a script ignores, a `fatal:` from a build helper, a refused connection
+    logged while the server starts). Not for a crash, a resource or a time limit, which can
+    be why the test failed."""
+    if match.signature.category not in _GONE_ON_FROM or match.signature.wraps:
+        return None
+    for other in matches:
+        if other.signature.category != "test" or other.signature.wraps:
+            continue
+        if other.section == match.section and other.line > match.line and other.new is not False:
+            return other
+    return None
 
 
 def _child_of(parent: Match, matches: Sequence[Match]) -> Match | None:
