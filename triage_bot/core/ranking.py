@@ -431,7 +431,7 @@ def _earlier_new_error(wrapper: Match, matches: Sequence[Match]) -> Match | None
     for match in matches:
         if match.new is not True or match.section >= wrapper.section:
             continue
-        if not _can_stand_for(match, wrappers=False):
+        if not _can_stand_for(match, wrapper, wrappers=False):
             continue
         if best is None or match.line > best.line:
             best = match
@@ -446,24 +446,28 @@ def _earlier_in_failed_step(
         end = steps.ends.get(match.section)
         if end is None or not end.failed or match.section >= wrapper.section:
             continue
-        if not _can_stand_for(match, wrappers=wrappers) or match.new is False:
+        if not _can_stand_for(match, wrapper, wrappers=wrappers) or match.new is False:
             continue
         if best is None or (match.section, -match.line) > (best.section, -best.line):
             best = match
     return best
 
 
-def _can_stand_for(match: Match, *, wrappers: bool) -> bool:
+def _can_stand_for(match: Match, wrapper: Match, *, wrappers: bool) -> bool:
     """Whether a wrapper may stand for `match`: a specific error (or, asked for, an inner
-    wrapper), neither a catch-all nor a line printed below ERROR level."""
-    return match.signature.wraps == wrappers and not match.signature.generic and not match.level
+    wrapper that says at least as much: `make[1]: *** [prove]` under `make: *** [test]`, not
+    Gradle's `FAILURE: Build failed` above its `Execution failed for task`), neither a
+    catch-all nor a line printed below ERROR level."""
+    if match.signature.wraps != wrappers or match.signature.generic or match.level:
+        return False
+    return not wrappers or match.signature.priority >= wrapper.signature.priority
 
 
 def _nearest_above(wrapper: Match, matches: Sequence[Match], *, wrappers: bool) -> Match | None:
     best: Match | None = None
     best_line = 0
     for match in matches:
-        if not _can_stand_for(match, wrappers=wrappers):
+        if not _can_stand_for(match, wrapper, wrappers=wrappers):
             continue
         if match.new is False:  # the passing run printed it too: not what this wrapper ends
             continue
