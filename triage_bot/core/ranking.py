@@ -278,6 +278,10 @@ def demoted(item: Weighed) -> bool:
 # The categories of error a step can go on from to run its tests (not a crash, a resource or
 # a time limit: those can be why a test failed).
 _GONE_ON_FROM = frozenset({"build", "config", "dependency", "infra", "lint", "network"})
+# A test runner's report of a failed test ranks at least this high; below it are the last
+# lines of an uncaught exception (python-uncaught-error), which can be the error above going
+# on (a refused connection, then the harness' AssertionError as it stops the node).
+_TEST_REPORT_PRIORITY = 40
 # The parts of a score, in the order they are compared.
 SCORE_PARTS = (
     "new",
@@ -377,6 +381,8 @@ def _failing_tests_below(match: Match, matches: Sequence[Match]) -> Match | None
         return None
     for other in matches:
         if other.signature.category != "test" or other.signature.wraps:
+            continue
+        if other.signature.priority < _TEST_REPORT_PRIORITY:
             continue
         if other.section == match.section and other.line > match.line and other.new is not False:
             return other
