@@ -112,6 +112,12 @@ _GITHUB_END = regex.compile(
 _GITLAB_END = regex.compile(r"^(?:ERROR: Job failed\b|Job succeeded$)")
 _JENKINS_END = regex.compile(r"^Finished: (?P<result>SUCCESS|FAILURE|UNSTABLE|ABORTED)$")
 GITHUB_STEP_START = "##[group]Run "
+# Python's chained traceback: the exception above it was being handled when another one was
+# raised, the one the program ended on (`raise ... from` prints "direct cause" instead, and
+# there the one above is the cause: not this).
+CHAINED_CONTEXT = "During handling of the above exception, another exception occurred"
+# The exception line is the last of its traceback: at most a blank line lies between.
+CHAINED_WINDOW = 3
 # Travis' marker before each command it runs, glued to the line (logs.normalise drops it).
 TRAVIS_STEP_START = "travis_time:start:"
 
@@ -278,16 +284,19 @@ def demoted(item: Weighed) -> bool:
 # The categories of error a step can go on from to run its tests (not a crash, a resource or
 # a time limit: those can be why a test failed).
 _GONE_ON_FROM = frozenset({"build", "config", "dependency", "infra", "lint", "network"})
-# A test runner's report of a failed test ranks at least this high; below it are the last
-# lines of an uncaught exception (python-uncaught-error), which can be the error above going
-# on (a refused connection, then the harness' AssertionError as it stops the node).
-_TEST_REPORT_PRIORITY = 40
+# A test runner's report of a failed test names the test or its assertion. A test-category
+# match that names neither is an error that can be the one above going on: a build script's
+# panic after the compiler failed, the harness' AssertionError after a refused connection.
+_TEST_REPORT_CAPTURES = frozenset(
+    {"test", "testid", "testcase", "example", "scenario", "suite", "assertion"}
+)
 # The parts of a score, in the order they are compared.
 SCORE_PARTS = (
     "new",
     "not_deferred",
     "step",
     "not_low_level",
+    "not_context",
     "not_recovered",
     "not_gone_on",
     "priority",
@@ -321,6 +330,7 @@ def rank(matches: Sequence[Match], steps: Steps, last_line: int) -> list[Weighed
             0 if above is not None else 1,
             step,
             0 if match.level else 1,
+            0 if match.context else 1,
             0 if recovered else 1,
             0 if tests_below is not None else 1,
             match.signature.priority,
@@ -337,6 +347,8 @@ def rank(matches: Sequence[Match], steps: Steps, last_line: int) -> list[Weighed
             )
         if match.level:
             reasons.append(f"printed at {match.level} level")
+        if match.context:
+            reasons.append("an exception being handled when another was raised below it")
         if recovered:
             reasons.append("seen again and again in a step that then passed: retried")
         if tests_below is not None:
@@ -382,7 +394,7 @@ def _failing_tests_below(match: Match, matches: Sequence[Match]) -> Match | None
     for other in matches:
         if other.signature.category != "test" or other.signature.wraps:
             continue
-        if other.signature.priority < _TEST_REPORT_PRIORITY:
+        if _TEST_REPORT_CAPTURES.isdisjoint(other.captures):
             continue
         if other.section == match.section and other.line > match.line and other.new is not False:
             return other
@@ -465,6 +477,8 @@ def _can_stand_for(match: Match, wrapper: Match, *, wrappers: bool) -> bool:
     Gradle's `FAILURE: Build failed` above its `Execution failed for task`), neither a
     catch-all nor a line printed below ERROR level."""
     if match.signature.wraps != wrappers or match.signature.generic or match.level:
+        return False
+    if match.context:
         return False
     return not wrappers or match.signature.priority >= wrapper.signature.priority
 
