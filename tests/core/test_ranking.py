@@ -560,37 +560,3 @@ def test_a_crash_above_the_failing_test_stays_the_cause() -> None:
     )
     result = run_log(log)
     assert result.root_cause is not None and result.root_cause.text != UNITTEST_FAIL
-
-
-# python/mypy's runtests on Travis (tdurieux/BugSwarm-dissection, BugSwarm/
-# python-mypy-367177798/failing.log): pytest's own AttributeError while collecting a module,
-# then the SyntaxError it was raised for.
-CONTEXT_ERROR = "E   AttributeError: 'Module' object has no attribute '_obj'"
-CHAINED_SYNTAX_ERROR = [
-    "mypy/plugin.py:7: in <module>",
-    "    import mypy.plugins.attrs",
-    'E     File "/home/travis/build/python/mypy/mypy/plugins/attrs.py", line 74',
-    "E       types: List[Type] = []",
-    "E            ^",
-    "E   SyntaxError: invalid syntax",
-]
-
-
-def test_the_exception_python_was_handling_is_context_not_the_error() -> None:
-    chained = log_of(
-        [
-            "../../_pytest/python.py:209: in fget",
-            "    return self._obj",
-            CONTEXT_ERROR,
-            "",
-            "During handling of the above exception, another exception occurred:",
-            *CHAINED_SYNTAX_ERROR,
-        ]
-    )
-    result = run_log(chained)
-    assert result.root_cause is not None and "SyntaxError" in result.root_cause.text
-    context = next(w for w in result.weighed if w.match.text == CONTEXT_ERROR)
-    assert context.match.context and "being handled" in context.reason
-    # Without the chaining line the same AttributeError is the error.
-    alone = run_log(log_of(["    return self._obj", CONTEXT_ERROR]))
-    assert alone.root_cause is not None and alone.root_cause.text == CONTEXT_ERROR

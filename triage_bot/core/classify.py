@@ -121,7 +121,6 @@ class CompiledCatalog:
         self.error_marker = trigger_index(Trigger(_ERROR_MARKER))
         self.group_marker = trigger_index(Trigger(_GROUP_MARKER))
         self.travis_start = trigger_index(Trigger(ranking.TRAVIS_STEP_START.encode()))
-        self.chained = trigger_index(Trigger(ranking.CHAINED_CONTEXT.encode()))
         # The ends of steps (ranking.step_end) and the words of best-guess error lines.
         self.step_ends = frozenset(
             trigger_index(Trigger(t.encode())) for t in ranking.STEP_END_LITERALS
@@ -140,7 +139,7 @@ class CompiledCatalog:
         )
         # What makes _examine_line decode a line that no signature's regex is tried on.
         self.decoded_anyway = frozenset(
-            {self.error_marker, self.group_marker, self.travis_start, self.chained}
+            {self.error_marker, self.group_marker, self.travis_start}
             | self.step_ends
             | self.error_words
             | self.pytest_marks
@@ -462,8 +461,7 @@ class JobClassifier:
         error_words = not catalog.error_words.isdisjoint(present)
         pytest_line = not catalog.pytest_marks.isdisjoint(present)
         go_test_line = not catalog.go_test_marks.isdisjoint(present)
-        chained = catalog.chained in present
-        decoded = candidates or step_end or error_words or pytest_line or chained
+        decoded = candidates or step_end or error_words or pytest_line
         # A `go test -v` header (one per test) is read on its bytes, not decoded.
         if not decoded and (not go_test_line or self._go_header(clean)):
             return
@@ -482,8 +480,6 @@ class JobClassifier:
             self._read_pytest_line(block, start, end, number, text)
         if go_test_line and not self._go_tests.header(text):
             self._go_tests.message(number, text, lambda wanted: lines_after(block, end, wanted))
-        if chained and ranking.CHAINED_CONTEXT in text:
-            self._mark_context(number)
         candidates.sort(key=lambda s: catalog.rank[s.id])
         matched = any(
             self._try_signature(signature, block, start, end, number, timestamp, text)
@@ -698,13 +694,6 @@ class JobClassifier:
         if len(match.after) < signature.after:
             self._pending_after.append(match)
         return True
-
-    def _mark_context(self, number: int) -> None:
-        """The matches on the lines just above Python's "During handling of the above
-        exception" are the exception it was handling, not the one it ended on."""
-        for match in self._matches.values():
-            if 0 < number - match.last_line <= ranking.CHAINED_WINDOW:
-                match.context = True
 
     def _make_room(self) -> None:
         """Drop one match: the second oldest of the signature with the most distinct ones

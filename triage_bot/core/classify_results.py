@@ -47,10 +47,6 @@ class Match:
     # summary line (`FAILED tests/x.py::test_y - ...`), the `E` lines of the test's section
     # far above (pytest_sections.py). None: the match's own window shows it.
     explanation: Window | None = None
-    # Whether Python printed `During handling of the above exception, another exception
-    # occurred` right below it: an exception being handled when the one that ended the
-    # program was raised, context and not the error (ranking.CHAINED_CONTEXT).
-    context: bool = False
 
     @property
     def key(self) -> tuple[str, tuple[str, ...]]:

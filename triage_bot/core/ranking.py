@@ -112,12 +112,6 @@ _GITHUB_END = regex.compile(
 _GITLAB_END = regex.compile(r"^(?:ERROR: Job failed\b|Job succeeded$)")
 _JENKINS_END = regex.compile(r"^Finished: (?P<result>SUCCESS|FAILURE|UNSTABLE|ABORTED)$")
 GITHUB_STEP_START = "##[group]Run "
-# Python's chained traceback: the exception above it was being handled when another one was
-# raised, the one the program ended on (`raise ... from` prints "direct cause" instead, and
-# there the one above is the cause: not this).
-CHAINED_CONTEXT = "During handling of the above exception, another exception occurred"
-# The exception line is the last of its traceback: at most a blank line lies between.
-CHAINED_WINDOW = 3
 # Travis' marker before each command it runs, glued to the line (logs.normalise drops it).
 TRAVIS_STEP_START = "travis_time:start:"
 
@@ -296,7 +290,6 @@ SCORE_PARTS = (
     "not_deferred",
     "step",
     "not_low_level",
-    "not_context",
     "not_recovered",
     "not_gone_on",
     "priority",
@@ -330,7 +323,6 @@ def rank(matches: Sequence[Match], steps: Steps, last_line: int) -> list[Weighed
             0 if above is not None else 1,
             step,
             0 if match.level else 1,
-            0 if match.context else 1,
             0 if recovered else 1,
             0 if tests_below is not None else 1,
             match.signature.priority,
@@ -347,8 +339,6 @@ def rank(matches: Sequence[Match], steps: Steps, last_line: int) -> list[Weighed
             )
         if match.level:
             reasons.append(f"printed at {match.level} level")
-        if match.context:
-            reasons.append("an exception being handled when another was raised below it")
         if recovered:
             reasons.append("seen again and again in a step that then passed: retried")
         if tests_below is not None:
@@ -477,8 +467,6 @@ def _can_stand_for(match: Match, wrapper: Match, *, wrappers: bool) -> bool:
     Gradle's `FAILURE: Build failed` above its `Execution failed for task`), neither a
     catch-all nor a line printed below ERROR level."""
     if match.signature.wraps != wrappers or match.signature.generic or match.level:
-        return False
-    if match.context:
         return False
     return not wrappers or match.signature.priority >= wrapper.signature.priority
 
