@@ -55,17 +55,21 @@ def test_a_shown_line_hits_the_labelled_lines(row: dict[str, Any]) -> None:
 
 
 def test_a_decoy_the_passing_run_also_printed_loses_the_root_cause() -> None:
-    # numpy's feature probes print compiler errors in every run: without the passing run
-    # one of them is the root cause; with it, the failing test is.
+    # numpy's feature probes print compiler errors in every run, then its tests run and one
+    # fails. Alone, the step's going on to run the tests ranks the probes below the failing
+    # test; with the passing run, they are also "also in the passing run".
     row = _pair("25-")
     alone = report(str(PAIRS / row["file"]))["jobs"][0]
-    assert not _labelled(row, alone["root_cause"]["line"])
+    assert _labelled(row, alone["root_cause"]["line"])
     assert alone["root_cause"]["new"] is None and alone["reference"] is None
+    decoy = alone["also"][0]
+    assert decoy["signature"].startswith("cpp-") and not _labelled(row, decoy["line"])
+    assert "went on to run tests" in decoy["reason"]
     job = _compared(row)
     root = job["root_cause"]
     assert _labelled(row, root["line"]) and root["new"] is True
-    decoy = next(m for m in job["also"] if m["line"] == alone["root_cause"]["line"])
-    assert decoy["new"] is False and "also in the passing run" in decoy["reason"]
+    compared = next(m for m in job["also"] if m["line"] == decoy["line"])
+    assert compared["new"] is False and "also in the passing run" in compared["reason"]
 
 
 def test_a_match_the_passing_run_also_printed_is_demoted() -> None:
