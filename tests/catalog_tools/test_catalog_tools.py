@@ -87,6 +87,22 @@ def test_catastrophic_pattern_is_refused(tmp_path: Path) -> None:
     assert any(p.line == 6 for p in problems)
 
 
+def test_two_runs_after_the_opening_literal_are_probed(tmp_path: Path) -> None:
+    # java-maven-compile-error's shape before it was mended: spaces after `Error:`, then a
+    # path that may hold spaces. `Error: ` and 64 KiB of spaces took it 53 s; the example's
+    # many `/` left its first cuts unprobed.
+    body = GOOD.replace('keywords: ["widget broke"]', 'keywords: [".java:"]').replace(
+        'pattern: "widget broke: (?P<reason>[a-z ]+)"',
+        r"pattern: 'Error: +(?P<reason>[^\n]*/)?(?P<file>\w+\.java):'",
+    )
+    path = "/home/runner/work/ledger/ledger/core/src/main/java/com/example/ledger/"
+    body = body.replace('"widget broke: out of gears"', f'"Error: {path}A.java: x"')
+    body = body.replace("{reason: out of gears}", f"{{reason: {path}, file: A.java}}")
+    make(tmp_path, body, window=None)
+    _, problems = catalog_check.lint([tmp_path])
+    assert any("backtracks catastrophically" in p.message for p in problems), problems
+
+
 def test_keyword_missing_from_an_example(tmp_path: Path) -> None:
     make(
         tmp_path,

@@ -6,6 +6,7 @@ search measured in the same run, so that a loaded 2-core machine does not fail t
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -79,6 +80,51 @@ def test_every_builtin_pattern_is_linear_on_adversarial_long_lines() -> None:
                     f"time; reference {reference * 1000:.1f} ms) on "
                     f"{probe.describe(LINEAR_SIZES[1])}"
                 )
+    assert slow == []
+
+
+# Runs of two-character units after the openings a message follows: where a run and the
+# part after it both take the same characters (`Error: ` then spaces before a path that may
+# hold spaces), a search tries every split. java-maven-compile-error took 53 s on `Error: `
+# and 32 KiB of spaces, java-maven-transfer-failed and js-lint-standard-problem grew 60x for
+# 8x the line, before their runs were made possessive.
+PAIR_UNITS = ("a/", "a ", "a:", "a.", "a-", "/ ", "a\\", "1.", "a,", "a'", 'a"', "a=", "  ", "(a")
+OPENINGS = ("", "[ERROR] ", "Error: ", "error: ")
+PAIR_SIZES = (4 * 1024, 32 * 1024)
+
+
+def _bounded_search(pattern: regex.Pattern[str], text: str) -> None:
+    with contextlib.suppress(TimeoutError):  # its CPU time, 2 s, says enough
+        cpu_search(pattern, text, 2.0)
+
+
+def _pair_costs(pattern: regex.Pattern[str], opening: str, unit: str) -> tuple[float, float]:
+    small, large = (
+        cpu(partial(_bounded_search, pattern, opening + unit * (size // 2) + "\u2603"))
+        for size in PAIR_SIZES
+    )
+    return small, large
+
+
+def test_every_builtin_pattern_is_linear_on_runs_of_two_characters() -> None:
+    reference = reference_cost()
+    slow: list[str] = []
+    for signature in builtin().signatures:
+        openings = dict.fromkeys([*OPENINGS, *signature.keywords[:1]])
+        for opening in openings:
+            for unit in PAIR_UNITS:
+                small, large = _pair_costs(signature.pattern, opening, unit)
+                for _ in range(2):  # a busy moment is not a slow pattern: it must stay slow
+                    if not too_slow(small, large, reference):
+                        break
+                    again = _pair_costs(signature.pattern, opening, unit)
+                    small, large = min(small, again[0]), min(large, again[1])
+                if too_slow(small, large, reference):
+                    growth = large / max(small, 1e-9)
+                    slow.append(
+                        f"{signature.id}: {large * 1000:.1f} ms ({growth:.0f}x) on "
+                        f"{opening!r} + {unit!r} x {PAIR_SIZES[1] // 2}"
+                    )
     assert slow == []
 
 

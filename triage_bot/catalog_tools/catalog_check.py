@@ -342,10 +342,13 @@ def adversarial_probes(signature: Signature) -> list[Probe]:
 
 
 def _cuts(line: str) -> list[str]:
-    """Heads of `line` that end after a delimiter (or at its end), a few spread along it."""
+    """Heads of `line` that end after a delimiter (or at its end), a few spread along it,
+    and its first two: a run right after the pattern's opening literal (`[ERROR] ` then
+    spaces) is where two quantifiers side by side can split it in every way."""
     ends = [i + 1 for i, char in enumerate(line) if char in _DELIMITERS] + [len(line)]
     step = max(1, len(ends) // _CUTS_PER_EXAMPLE)
-    return [line[:end] for end in ends[::step][-_CUTS_PER_EXAMPLE:]]
+    picked = dict.fromkeys([*ends[:2], *ends[::step][-_CUTS_PER_EXAMPLE:]])
+    return [line[:end] for end in picked]
 
 
 def _cpu_cost(pattern: regex.Pattern[str], text: str, limit_s: float) -> float:
