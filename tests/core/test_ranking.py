@@ -560,3 +560,24 @@ def test_a_crash_above_the_failing_test_stays_the_cause() -> None:
     )
     result = run_log(log)
     assert result.root_cause is not None and result.root_cause.text != UNITTEST_FAIL
+
+
+# broadinstitute/picard's barclayTest on GitHub Actions (BugSwarm's fixture tests/analyzer/
+# github_data/gradle/14294971046-orig.log): Gradle's outer line comes first, the task below.
+GRADLE_REPORT = [
+    "FAILURE: Build failed with an exception.",
+    "",
+    "* What went wrong:",
+    "Execution failed for task ':barclayTest'.",
+    "> There were failing tests. See the report at: file:///home/runner/work/picard/picard/build/reports/tests/barclayTest/index.html",
+    "##[error]Process completed with exit code 1.",
+]
+
+
+def test_a_wrapper_stands_only_for_an_inner_wrapper_that_says_as_much() -> None:
+    result = run_log(log_of(GRADLE_REPORT))
+    assert result.root_cause is not None
+    assert result.root_cause.text == "Execution failed for task ':barclayTest'."
+    # make's inner `make[1]` (same signature, same priority) still stands for `make`.
+    make = run_log(log_of([MAKE_INNER, MAKE_OUTER, MAKE_FAILED]))
+    assert make.root_cause is not None and make.root_cause.text == MAKE_INNER
