@@ -21,8 +21,9 @@ Per log, with the label's text compared after dropping colour codes and collapsi
 - any: the root cause or some other reported line (`also`, `fallback_lines`) hits.
 - shown: the root cause or a best-guess line hits: a line the comment shows as such (`also`
   is only in the JSON).
-- guess: top-1, or, for a log no signature explains, its first best-guess line hits (what
-  the reader reads first when there is no root cause).
+- guess: the line the comment's table shows as the job's failure hits: the root cause when
+  it explains the job, else (no root cause, a catch-all below priority 10, or a line the
+  passing run printed too) the best-guess line the table picks (ranking.best_guess_index).
 - none: the CLI ran and reported no root cause and no fallback lines: the reader got nothing.
 - naive: the baseline, in the same run: the last line holding `rror` or `FAIL` that is not an
   exit-code line (`exited with 1`, `Error 2`, `ELIFECYCLE`, ...), scored as top-1.
@@ -51,6 +52,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from triage_bot.core import ranking
+from triage_bot.core.catalog import GENERIC_PRIORITY
 
 COLUMNS = ("top-1", "guess", "any", "shown", "none", "naive", "err")
 # A text match needs this much on both sides: "error" alone is in half the labels.
@@ -108,6 +112,8 @@ class Triage:
     others: list[Reported] = field(default_factory=list)  # `also` and fallback lines
     fallback: list[Reported] = field(default_factory=list)
     error: str | None = None
+    # The root cause explains the job (report.explained): the comment shows it as the failure.
+    explains: bool = False
 
 
 @dataclass(frozen=True)
@@ -172,7 +178,9 @@ def parse_report(stdout: bytes) -> Triage:
     root = _reported(job["root_cause"]) if job.get("root_cause") else None
     fallback = [_reported(e) for e in job.get("fallback_lines") or []]
     also = [_reported(e) for key in ("also", "hits") for e in job.get(key) or []]
-    return Triage(root=root, others=also + fallback, fallback=fallback)
+    entry = job.get("root_cause") or {}
+    explains = bool(entry) and entry["priority"] >= GENERIC_PRIORITY and entry["new"] is not False
+    return Triage(root=root, others=also + fallback, fallback=fallback, explains=explains)
 
 
 def run_cli(cli: Path, log: Path, timeout: float, passing: Path | None = None) -> Triage:
@@ -190,11 +198,17 @@ def run_cli(cli: Path, log: Path, timeout: float, passing: Path | None = None) -
     return parse_report(done.stdout)
 
 
+def best_guess(fallback: list[Reported]) -> Reported | None:
+    """The best-guess line the comment's table shows for a job nothing explains."""
+    index = ranking.best_guess_index([line.text for line in fallback])
+    return None if index is None else fallback[index]
+
+
 def judge(labelled: Labelled, triage: Triage, naive: Reported | None) -> Outcome:
     top1 = labelled.hit(triage.root)
     return Outcome(
         top1=top1,
-        guess=top1 or (triage.root is None and labelled.hit(next(iter(triage.fallback), None))),
+        guess=top1 or (not triage.explains and labelled.hit(best_guess(triage.fallback))),
         any=top1 or any(labelled.hit(other) for other in triage.others),
         shown=top1 or any(labelled.hit(line) for line in triage.fallback),
         none=triage.error is None and triage.root is None and not triage.fallback,

@@ -64,12 +64,23 @@ def test_scorer_counts_a_hit_a_miss_an_any_and_a_none(tmp_path: Path) -> None:
             # No signature knows this line; a best-guess line shows it: any, not top-1.
             "any": ("step one\nthe flux widget reported an ERROR and stopped\nbye\n", [[2, 2]], ""),
             "none": ("all good\nnothing to see\n", [[1, 1]], "all good"),
+            # Only the runner's catch-all matches: the table shows the best-guess line.
+            "wrapped": (
+                "##[group]Run ./mods.sh\n##[endgroup]\nmod-a\n"
+                "jq: parse error: Invalid numeric literal at line 1, column 10\n"
+                "##[error]Process completed with exit code 5.\n",
+                [[4, 4]],
+                "",
+            ),
         },
     )
     by_name = {r.labelled.language: r.outcome for r in _cli_scores(tmp_path)}
     assert by_name["hit"].top1 and by_name["hit"].any and not by_name["hit"].none
     assert not by_name["miss"].top1 and not by_name["miss"].any
-    assert not by_name["any"].top1 and by_name["any"].any
+    assert not by_name["any"].top1 and by_name["any"].any and by_name["any"].guess
+    # A root cause that explains its job is what the table shows: no guess beside it.
+    assert not by_name["miss"].guess and by_name["hit"].guess
+    assert not by_name["wrapped"].top1 and by_name["wrapped"].guess
     assert by_name["none"].none and not by_name["none"].any
     assert not any(o.err for o in by_name.values())
     # The baseline's last `rror` line is line 3 in "hit", and nothing in "none".

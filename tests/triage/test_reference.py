@@ -31,6 +31,7 @@ from triage_bot.triage.passing_cache import PassingCache
 from triage_bot.triage.pipeline import triage_job
 from triage_bot.triage.reference import MAX_LOOKUP_CALLS, CompareWith, References
 from triage_bot.triage.run import triage_run
+from triage_bot.triage.same_job import job_family
 
 REPO = "octo-org/widgets"
 PAIR = Path(__file__).parent / "data" / "grasscutter-build"
@@ -348,3 +349,11 @@ def test_through_the_app_a_root_cause_the_passing_run_also_printed_is_demoted(
     assert old and all("also in the passing run" in m["reason"] for m in old)
     [body] = [c.body for c in world.fake.state.comments_on(world.repo, world.pull.number)]
     assert f"line {root['line']}" in body and "compared with" in body
+
+
+def test_a_reusable_workflows_job_sheds_the_matrix_values_of_each_of_its_parts() -> None:
+    # GitHub names a called workflow's job "caller (matrix) / called (matrix)".
+    assert job_family("build (3.11, ubuntu) / test (pg 16) shard 2/4") == "build / test"
+    assert job_family("build (3.11) / test") == job_family("build (3.12) / test")
+    assert job_family("lint / ruff") == "lint / ruff"
+    assert job_family("(x) / y") == "(x) / y"

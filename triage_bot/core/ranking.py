@@ -222,6 +222,17 @@ def line_score(text: str) -> int:
     return 3 if _SPECIFIC.search(counted) else 2
 
 
+def best_guess_index(texts: Sequence[str]) -> int | None:
+    """Which of a job's best-guess lines the comment shows as its failure when nothing
+    explains it: the first of the most error-like, or, when none reads as an error, the last
+    (a failing step's last words). None for no lines."""
+    if not texts:
+        return None
+    scored = [(line_score(text), index) for index, text in enumerate(texts)]
+    _score, index = max(scored, key=lambda item: (item[0], -item[1] if item[0] else item[1]))
+    return index
+
+
 def last_words_score(text: str) -> int:
     """A failing step's last lines: at least 1 unless blank, bookkeeping or boilerplate."""
     if not text.strip() or is_bookkeeping(text) or _BOILERPLATE.search(text):

@@ -390,13 +390,9 @@ def _group_row(group: Group, view: dict[str, Any], compared: bool) -> dict[str, 
 
 
 def _best_line(fallback: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The one best-guess line a table row has room for: the first of the most error-like
-    ones, or, when none reads as an error, the last (a failing step's last words)."""
-    if not fallback:
-        return None
-    scored = [(ranking.line_score(f["text"]), index) for index, f in enumerate(fallback)]
-    _score, index = max(scored, key=lambda item: (item[0], -item[1] if item[0] else item[1]))
-    return fallback[index]
+    """The one best-guess line a table row has room for (ranking.best_guess_index)."""
+    index = ranking.best_guess_index([f["text"] for f in fallback])
+    return None if index is None else fallback[index]
 
 
 def _unexplained_row(view: dict[str, Any]) -> dict[str, Any]:

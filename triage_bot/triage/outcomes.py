@@ -112,13 +112,9 @@ def failure_of(result: JobResult) -> dict[str, Any]:
 
 
 def best_line(lines: Sequence[FallbackLine]) -> FallbackLine | None:
-    """The best-guess line the comment shows for a job nothing explains (render._best_line):
-    the first of the most error-like, or, when none reads as an error, the last."""
-    if not lines:
-        return None
-    scored = [(ranking.line_score(f.text), index) for index, f in enumerate(lines)]
-    _score, index = max(scored, key=lambda item: (item[0], -item[1] if item[0] else item[1]))
-    return lines[index]
+    """The best-guess line the comment shows for a job nothing explains."""
+    index = ranking.best_guess_index([line.text for line in lines])
+    return None if index is None else lines[index]
 
 
 def _triaged_jobs(report: Report | None) -> dict[str, Job]:

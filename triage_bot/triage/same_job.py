@@ -26,7 +26,15 @@ def job_family(name: str) -> str:
     """The job's name without its matrix values and shard number: the jobs of one family run
     the same steps ("test (3.11) shard 2/4" -> "test"), so one passing is a fair reference
     for a failing other."""
-    return _SHARD_SUFFIX.sub("", base_job_name(name)).strip() or name
+    # A job of a reusable workflow is named "caller (matrix) / called (matrix)": each part
+    # carries its own matrix values and shard number.
+    return " / ".join(_family_part(part) for part in name.split(" / ")).strip() or name
+
+
+def _family_part(name: str) -> str:
+    # The matrix values may come before the shard number or after it.
+    unsharded = _SHARD_SUFFIX.sub("", base_job_name(name)).strip()
+    return base_job_name(unsharded).strip() or name
 
 
 def base_runs(client: GitHubClient, run: WorkflowRun, base_ref: str) -> list[WorkflowRun]:
