@@ -244,6 +244,45 @@ def test_a_github_step_that_started_after_an_error_left_it_behind() -> None:
     assert result.root_cause is not None and result.root_cause.text == GCC
 
 
+def test_a_javascript_actions_own_error_ends_its_step_before_the_clean_up() -> None:
+    # An action that fails through core.setFailed prints `##[error]<its message>` and no
+    # runner line (junit5's gradle-build-action, `Gradle build failed: ...`); what the
+    # post-job clean-up prints below it is not that step's.
+    stamp = "2026-10-21T09:12:33.1234567Z "
+    module = "ModuleNotFoundError: No module named 'yaml'"
+    disk = "cp: error writing '/home/runner/.cache/pip/blob': No space left on device"
+    lines = [
+        "##[group]Run my-org/python-test-action@v1",
+        module,
+        "##[error]Tests failed: the runner exited early",
+        "Post job cleanup.",
+        disk,
+    ]
+    result = run_log("".join(stamp + line + "\n" for line in lines))
+    root = result.root_cause
+    assert root is not None and root.text == module
+    assert "in the failing step (ended at line 3: `##[error]Tests failed" in root.reason
+    after = next(w for w in result.weighed if w.match.text == disk)
+    assert after.match.signature.priority > root.signature.priority
+    assert after.reason.startswith("after the failing step")
+
+
+def test_an_annotation_in_a_step_that_went_on_marks_no_failing_step() -> None:
+    # `echo "::error::..."` in a step that exited 0, then a step that failed: the runner's
+    # end marks the failing step, not the annotation.
+    stamp = "2026-10-21T09:12:33.1234567Z "
+    lines = [
+        "##[group]Run ./lint.sh",
+        "##[error]docs/x.md: line too long",
+        "##[group]Run make test",
+        GCC,
+        "##[error]Process completed with exit code 2.",
+    ]
+    result = run_log("".join(stamp + line + "\n" for line in lines))
+    assert result.root_cause is not None and result.root_cause.text == GCC
+    assert result.steps.failing == 2 and not result.steps.ends[1].failed  # 0: set-up
+
+
 def test_a_warning_ranks_below_the_error() -> None:
     # Joined: apt's warning (priority 64) and a pytest assertion (40) in one failing step.
     assertion = "E       assert 200 == 503"

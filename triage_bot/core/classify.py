@@ -280,6 +280,9 @@ class JobClassifier:
         self._cap_from = 1 << 62
         self._section_ends: dict[int, SectionEnd] = {}
         self._failing_section: int | None = None
+        # The current step's last `##[error]` that ends no step (line, text): a JavaScript
+        # action that fails through core.setFailed prints only that, and no runner line.
+        self._step_annotation: tuple[int, str] | None = None
         self._candidates = self._new_pool()
         self._failing_candidates: ranking.Candidates | None = None
         # The whole log's, for a log whose failing step is not marked.
@@ -356,6 +359,7 @@ class JobClassifier:
             rest = bytes(self._carry)
             self._process(rest if rest.endswith(b"\n") else rest + b"\n")
             self._carry = bytearray()
+        self._end_action_failure()
         self._sift()
         # Stable order first (priority, line, catalog rank), then as a person reads the log.
         found = sorted(
@@ -594,6 +598,20 @@ class JobClassifier:
                 sifted.add(score, FallbackLine(line.line, clip(line.text), new[line.line]))
         return sifted
 
+    def _end_action_failure(self) -> None:
+        """A GitHub job with no failed step whose last step printed an `##[error]`: that step
+        failed, the way a JavaScript action fails (its message, then the post-job clean-up).
+        Only when no step is known to have failed: a step that printed an annotation and
+        went on is told apart only by the steps after it."""
+        if self._failing_section is None and self._step_annotation is not None:
+            line, text = self._step_annotation
+            step = self._section
+            self._end_section(line, SectionEnd(line, True, clip(text)))
+            # What it printed after its message is the post-job clean-up: the next step's.
+            for match in self._matches.values():
+                if match.section == step and match.line > line:
+                    match.section = self._section
+
     def _start_section(self, number: int) -> None:
         """A step starts at line `number` (GitHub's `##[group]Run`, Travis' marker) and the one
         before printed no end: it went on (a failed GitHub step ends with `##[error]`; Travis
@@ -617,6 +635,7 @@ class JobClassifier:
             self._failing_candidates = self._candidates
         self._section += 1
         self._section_start = number + 1
+        self._step_annotation = None
         self._candidates = self._new_pool()
 
     def _new_pool(self) -> ranking.Candidates:
@@ -631,6 +650,7 @@ class JobClassifier:
     def _track_error(self, number: int, text: str) -> None:
         if ranking.github_step_end(text):
             return
+        self._step_annotation = (number, text)
         if self._passing is None and len(self._annotations) >= ranking.FALLBACK_LINES:
             return
         if self._passing is None:
