@@ -67,7 +67,7 @@ def test_scorer_counts_a_hit_a_miss_an_any_and_a_none(tmp_path: Path) -> None:
             # Only the runner's catch-all matches: the table shows the best-guess line.
             "wrapped": (
                 "##[group]Run ./mods.sh\n##[endgroup]\nmod-a\n"
-                "jq: parse error: Invalid numeric literal at line 1, column 10\n"
+                "modsync: error: unknown mod id 'xytronix:forgotten'\n"
                 "##[error]Process completed with exit code 5.\n",
                 [[4, 4]],
                 "",
