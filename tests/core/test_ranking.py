@@ -267,6 +267,26 @@ def test_a_javascript_actions_own_error_ends_its_step_before_the_clean_up() -> N
     assert after.reason.startswith("after the failing step")
 
 
+def test_a_javascript_actions_failure_stays_the_failing_step_past_if_failure_steps() -> None:
+    # pnpm/action-setup failing through core.setFailed, then an `if: failure()` step that
+    # ran and passed, then the clean-up's warning: the action's step is the failing one.
+    stamp = "2026-03-11T02:06:15.4631471Z "
+    module = "ModuleNotFoundError: No module named 'yaml'"
+    lines = [
+        "##[group]Run my-org/setup-action@v4",
+        module,
+        "##[error]Setup failed: see above",
+        "##[group]Run echo 'Pipeline failed'",
+        "Pipeline failed",
+        "Post job cleanup.",
+        "cp: error writing '/home/runner/.cache/pip/blob': No space left on device",
+    ]
+    result = run_log("".join(stamp + line + "\n" for line in lines))
+    root = result.root_cause
+    assert root is not None and root.text == module
+    assert "in the failing step (ended at line 3: `##[error]Setup failed" in root.reason
+
+
 def test_an_annotation_in_a_step_that_went_on_marks_no_failing_step() -> None:
     # `echo "::error::..."` in a step that exited 0, then a step that failed: the runner's
     # end marks the failing step, not the annotation.
@@ -280,7 +300,8 @@ def test_an_annotation_in_a_step_that_went_on_marks_no_failing_step() -> None:
     ]
     result = run_log("".join(stamp + line + "\n" for line in lines))
     assert result.root_cause is not None and result.root_cause.text == GCC
-    assert result.steps.failing == 2 and not result.steps.ends[1].failed  # 0: set-up
+    steps = result.steps
+    assert steps is not None and steps.failing == 2 and not steps.ends[1].failed  # 0: set-up
 
 
 def test_a_warning_ranks_below_the_error() -> None:

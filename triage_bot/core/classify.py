@@ -280,9 +280,9 @@ class JobClassifier:
         self._cap_from = 1 << 62
         self._section_ends: dict[int, SectionEnd] = {}
         self._failing_section: int | None = None
-        # The current step's last `##[error]` that ends no step (line, text): a JavaScript
-        # action that fails through core.setFailed prints only that, and no runner line.
-        self._step_annotation: tuple[int, str] | None = None
+        # The last `##[error]` that ends no step (its step, line, text): a JavaScript action
+        # that fails through core.setFailed prints only that, and no runner line.
+        self._last_annotation: tuple[int, int, str] | None = None
         self._candidates = self._new_pool()
         self._failing_candidates: ranking.Candidates | None = None
         # The whole log's, for a log whose failing step is not marked.
@@ -599,18 +599,25 @@ class JobClassifier:
         return sifted
 
     def _end_action_failure(self) -> None:
-        """A GitHub job with no failed step whose last step printed an `##[error]`: that step
-        failed, the way a JavaScript action fails (its message, then the post-job clean-up).
-        Only when no step is known to have failed: a step that printed an annotation and
-        went on is told apart only by the steps after it."""
-        if self._failing_section is None and self._step_annotation is not None:
-            line, text = self._step_annotation
-            step = self._section
-            self._end_section(line, SectionEnd(line, True, clip(text)))
-            # What it printed after its message is the post-job clean-up: the next step's.
-            for match in self._matches.values():
-                if match.section == step and match.line > line:
-                    match.section = self._section
+        """A GitHub job with no failed step whose steps printed an `##[error]`: the last step
+        that did failed there, the way a JavaScript action fails (its message, then the
+        post-job clean-up, or the `if: failure()` steps that ran after it). Only when no
+        step is known to have failed: a step that printed an annotation and went on is told
+        apart only by what failed after it."""
+        if self._failing_section is not None or self._last_annotation is None:
+            return
+        step, line, text = self._last_annotation
+        end = SectionEnd(line, True, clip(text))
+        if step != self._section:
+            if step in self._section_ends:  # ended as passed when the next step started
+                self._section_ends[step] = end
+                self._failing_section = step
+            return
+        self._end_section(line, end)
+        # What it printed after its message is the post-job clean-up: the next step's.
+        for match in self._matches.values():
+            if match.section == step and match.line > line:
+                match.section = self._section
 
     def _start_section(self, number: int) -> None:
         """A step starts at line `number` (GitHub's `##[group]Run`, Travis' marker) and the one
@@ -635,7 +642,6 @@ class JobClassifier:
             self._failing_candidates = self._candidates
         self._section += 1
         self._section_start = number + 1
-        self._step_annotation = None
         self._candidates = self._new_pool()
 
     def _new_pool(self) -> ranking.Candidates:
@@ -650,7 +656,7 @@ class JobClassifier:
     def _track_error(self, number: int, text: str) -> None:
         if ranking.github_step_end(text):
             return
-        self._step_annotation = (number, text)
+        self._last_annotation = (self._section, number, text)
         if self._passing is None and len(self._annotations) >= ranking.FALLBACK_LINES:
             return
         if self._passing is None:
