@@ -90,6 +90,15 @@ def test_anchored_signature_matches_inside_docker_build() -> None:
     assert result.root_cause.signature.id == "node-npm-eresolve"
 
 
+def test_docker_compose_service_prefix_goes_and_tables_stay() -> None:
+    # A PHPUnit run inside `docker compose up` (a public GitHub Actions log, 2026-06-07).
+    raw = b"2026-06-07T07:21:15.0621724Z app-1  | There were 16 errors:"
+    assert logs.normalise(raw) == ("2026-06-07T07:21:15.0621724Z", "There were 16 errors:")
+    assert logs.normalise(b"web_1       | npm error code ERESOLVE")[1] == "npm error code ERESOLVE"
+    for kept in ("app  | not a replica", "| a | b |", "test_x  passed | 0.1s", "2 | 3 | 5"):
+        assert logs.normalise(kept.encode())[1] == kept
+
+
 # Other CI systems' log shapes. The excerpts are real lines, shortened, from the sources named.
 
 

@@ -16,7 +16,8 @@ signatures apply to it:
 - progress written over itself with a bare `\r` (Maven's downloads, pip, curl, Gradle): a
   terminal shows the last thing written, so the text is the last segment that is not blank
   nor a marker; `\r\n` and `\r\r\n` endings go;
-- colour codes anywhere, sbt's `[ESC[31merrorESC[0m]` included.
+- colour codes anywhere, sbt's `[ESC[31merrorESC[0m]` included;
+- `docker build`'s BuildKit `#12 3.456 ` and `docker compose up`'s `app-1  | ` prefixes.
 
 Lines pasted from a web page have none of that and are taken as they are. Bytes that are not
 UTF-8 are replaced, never fatal. Line numbers are the 1-based lines of the log as given,
@@ -44,6 +45,10 @@ _ANSI = re.compile(
     rb"|\x1b[@-Z\\-_]"  # two bytes
 )
 _BUILDKIT = re.compile(r"#\d+ \d+\.\d+ ")
+# Docker Compose's service prefix, `app-1  | ` (v2; v1 `app_1  | `), padded to align the bars:
+# the replica number and the spaced bar tell it from a table's cells.
+_COMPOSE = re.compile(r"[A-Za-z0-9][\w.-]{0,62}[-_]\d{1,4} {1,40}\| ")
+_COMPOSE_SCAN = 110
 # `gh run view --log`: job name TAB step name TAB (a BOM at a step's start) timestamp.
 _GH_PREFIX_SCAN = 300
 _GH_RUN_VIEW = re.compile(r"[^\t]*\t[^\t]*\t\ufeff?(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z) ")
@@ -88,7 +93,8 @@ def normalise(raw: bytes) -> tuple[str | None, str]:
     """One raw line (no newline) -> (timestamp, the text a terminal would show, uncoloured).
 
     BuildKit's `#12 3.456 ` step-and-seconds prefix goes too, like the timestamp, so that a
-    tool's output reads the same inside `docker build` as outside it. The timestamp is the
+    tool's output reads the same inside `docker build` as outside it, and Docker Compose's
+    `app-1  | ` service prefix, for the same inside `docker compose up`. The timestamp is the
     GitHub-style one (GitHub, `gh run view`, GitLab, Jenkins' ISO form), else None.
     """
     text = strip_ansi(raw).decode("utf-8", "replace")
@@ -106,9 +112,17 @@ def normalise(raw: bytes) -> tuple[str | None, str]:
         text = last_screen_segment(text)
     elif text.startswith(("travis_", "section_")) and _CI_MARKER.fullmatch(text):
         text = ""
-    if text.startswith("#") and (found := _BUILDKIT.match(text)):
-        text = text[found.end() :]
-    return timestamp, text
+    return timestamp, text[_container_prefix_length(text) :]
+
+
+def _container_prefix_length(text: str) -> int:
+    """The length of the prefix BuildKit or Docker Compose put before a tool's output."""
+    found = None
+    if text.startswith("#"):
+        found = _BUILDKIT.match(text)
+    elif " | " in text[:_COMPOSE_SCAN]:
+        found = _COMPOSE.match(text)
+    return found.end() if found else 0
 
 
 def split_other_prefix(text: str) -> tuple[str | None, str]:
