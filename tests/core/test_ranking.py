@@ -380,6 +380,9 @@ def test_line_score_skips_what_only_looks_like_an_error() -> None:
     assert line_score("TypeError: Cannot read property 'x' of undefined") == 3
     assert line_score("Host key verification failed.") == 2
     assert line_score("npm ERR! Test failed.  See above for more details.") == 1
+    # A script's own cross mark (a performance budget check on GitHub Actions, 2025-09-09).
+    assert line_score("\u274c Performance Budget Violations:") == 2
+    assert line_score("  \U0001f4e6 Large chunk: assets/chunk-B0WWTYqB.js (433.9KB)") == 0
 
 
 def test_fallback_reads_the_failing_step_and_prefers_its_first_errors() -> None:
