@@ -59,6 +59,11 @@ def log_of(lines: list[str]) -> str:
     return "".join(line + "\n" for line in lines)
 
 
+def github_log(lines: list[str], stamp: str = "2026-10-21T09:12:33.1234567Z ") -> str:
+    """A GitHub Actions job log: each line after the runner's timestamp."""
+    return "".join(stamp + line + "\n" for line in lines)
+
+
 def test_step_ends_of_each_ci_system() -> None:
     assert step_end(MAKE_FAILED) is True
     assert step_end('The command "jdk_switcher use oraclejdk8" exited with 0.') is False
@@ -232,7 +237,6 @@ def test_fallback_without_a_failing_step_reads_the_whole_log() -> None:
 
 
 def test_a_github_step_that_started_after_an_error_left_it_behind() -> None:
-    stamp = "2026-10-21T09:12:33.1234567Z "
     lines = [
         "##[group]Run ./fetch-deps.sh",
         "curl: (6) Could not resolve host: github.com",
@@ -240,7 +244,7 @@ def test_a_github_step_that_started_after_an_error_left_it_behind() -> None:
         GCC,
         "##[error]Process completed with exit code 2.",
     ]
-    result = run_log("".join(stamp + line + "\n" for line in lines))
+    result = run_log(github_log(lines))
     assert result.root_cause is not None and result.root_cause.text == GCC
 
 
@@ -248,7 +252,6 @@ def test_a_javascript_actions_own_error_ends_its_step_before_the_clean_up() -> N
     # An action that fails through core.setFailed prints `##[error]<its message>` and no
     # runner line (junit5's gradle-build-action, `Gradle build failed: ...`); what the
     # post-job clean-up prints below it is not that step's.
-    stamp = "2026-10-21T09:12:33.1234567Z "
     module = "ModuleNotFoundError: No module named 'yaml'"
     disk = "cp: error writing '/home/runner/.cache/pip/blob': No space left on device"
     lines = [
@@ -258,7 +261,7 @@ def test_a_javascript_actions_own_error_ends_its_step_before_the_clean_up() -> N
         "Post job cleanup.",
         disk,
     ]
-    result = run_log("".join(stamp + line + "\n" for line in lines))
+    result = run_log(github_log(lines))
     root = result.root_cause
     assert root is not None and root.text == module
     assert "in the failing step (ended at line 3: `##[error]Tests failed" in root.reason
@@ -270,7 +273,6 @@ def test_a_javascript_actions_own_error_ends_its_step_before_the_clean_up() -> N
 def test_a_javascript_actions_failure_stays_the_failing_step_past_if_failure_steps() -> None:
     # pnpm/action-setup failing through core.setFailed, then an `if: failure()` step that
     # ran and passed, then the clean-up's warning: the action's step is the failing one.
-    stamp = "2026-03-11T02:06:15.4631471Z "
     module = "ModuleNotFoundError: No module named 'yaml'"
     lines = [
         "##[group]Run my-org/setup-action@v4",
@@ -281,7 +283,7 @@ def test_a_javascript_actions_failure_stays_the_failing_step_past_if_failure_ste
         "Post job cleanup.",
         "cp: error writing '/home/runner/.cache/pip/blob': No space left on device",
     ]
-    result = run_log("".join(stamp + line + "\n" for line in lines))
+    result = run_log(github_log(lines))
     root = result.root_cause
     assert root is not None and root.text == module
     assert "in the failing step (ended at line 3: `##[error]Setup failed" in root.reason
@@ -290,7 +292,6 @@ def test_a_javascript_actions_failure_stays_the_failing_step_past_if_failure_ste
 def test_an_annotation_in_a_step_that_went_on_marks_no_failing_step() -> None:
     # `echo "::error::..."` in a step that exited 0, then a step that failed: the runner's
     # end marks the failing step, not the annotation.
-    stamp = "2026-10-21T09:12:33.1234567Z "
     lines = [
         "##[group]Run ./lint.sh",
         "##[error]docs/x.md: line too long",
@@ -298,7 +299,7 @@ def test_an_annotation_in_a_step_that_went_on_marks_no_failing_step() -> None:
         GCC,
         "##[error]Process completed with exit code 2.",
     ]
-    result = run_log("".join(stamp + line + "\n" for line in lines))
+    result = run_log(github_log(lines))
     assert result.root_cause is not None and result.root_cause.text == GCC
     steps = result.steps
     assert steps is not None and steps.failing == 2 and not steps.ends[1].failed  # 0: set-up
