@@ -175,12 +175,23 @@ def parse_report(stdout: bytes) -> Triage:
     if not jobs:
         return Triage(error="no job in the report")
     job = jobs[0]
-    root = _reported(job["root_cause"]) if job.get("root_cause") else None
+    cause = job.get("root_cause")
     fallback = [_reported(e) for e in job.get("fallback_lines") or []]
     also = [_reported(e) for key in ("also", "hits") for e in job.get(key) or []]
-    entry = job.get("root_cause") or {}
-    explains = bool(entry) and entry["priority"] >= GENERIC_PRIORITY and entry["new"] is not False
-    return Triage(root=root, others=also + fallback, fallback=fallback, explains=explains)
+    return Triage(
+        root=_reported(cause) if cause else None,
+        others=also + fallback,
+        fallback=fallback,
+        explains=_explains(cause),
+    )
+
+
+def _explains(cause: dict[str, Any] | None) -> bool:
+    """report.explained on the JSON: a root cause that is no catch-all, and not a line the
+    passing run printed too (the JSON has no field saying so: the rule is repeated here)."""
+    if not cause:
+        return False
+    return bool(cause["priority"] >= GENERIC_PRIORITY and cause["new"] is not False)
 
 
 def run_cli(cli: Path, log: Path, timeout: float, passing: Path | None = None) -> Triage:
