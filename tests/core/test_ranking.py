@@ -366,6 +366,27 @@ def test_a_final_report_counts_from_its_last_match() -> None:
     assert "the last of 2 `docs-awesome-bot-link-issue` matches" in result.root_cause.reason
 
 
+def test_with_no_error_named_the_table_shows_the_message_above_the_closing_lines() -> None:
+    # pytorch/pytorch job 90805518060's last lines (pytorch/test-infra's log-classifier
+    # fixture ghstack_too_deep.txt): the script's own reason, then two lines that only say
+    # the step exited. Neither names an error; the reason is what a reader wants.
+    reason = (
+        "PR #190825 sits on top of >=10 ghstack entries; refusing to run CI. Rebase once the "
+        "lower PRs land, or add the ciflow/trunk label to force CI on this PR."
+    )
+    wrapper = (
+        "##[error][OSDC] Step script exited with code 1. This is a script/workflow error, "
+        "not an infrastructure issue. Check the step logs above for the actual failure."
+    )
+    texts = ["Job name: linux-jammy-py3.10-gcc11 / build", reason, wrapper]
+    assert line_score(wrapper) == 1
+    assert ranking.best_guess_index(texts) == 1
+    # A line that names an error still comes first, wherever it is.
+    assert ranking.best_guess_index([reason, GCC, wrapper]) == 1
+    # Only closing lines: the last of them.
+    assert ranking.best_guess_index([MAKE_OUTER, wrapper]) == 1
+
+
 def test_line_score_skips_what_only_looks_like_an_error() -> None:
     # Real lines (LogChunks): git/git's test list, jgm/pandoc's build, NancyFx/Nancy's MSBuild
     # summary, SwiftLint on realm/SwiftLint, Travis' bookkeeping.

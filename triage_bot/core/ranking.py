@@ -163,7 +163,7 @@ _BOILERPLATE = regex.compile(
 )
 # Lines that end a step without saying why: a person reads past them, up to the error.
 _CLOSING = regex.compile(
-    r"exited with \d+|Process completed with exit code|Error \d+\s*$|BUILD FAIL"
+    r"exited with (?:code |status )?\d+|Process completed with exit code|Error \d+\s*$|BUILD FAIL"
     r"|Command failed with exit code|ERROR: Job failed|Finished: FAILURE|ELIFECYCLE"
     r"|Test failed\.|tests? failed|FAILED \(|\bfailed with exit|non-zero exit"
 )
@@ -226,13 +226,24 @@ def line_score(text: str) -> int:
 
 def best_guess_index(texts: Sequence[str]) -> int | None:
     """Which of a job's best-guess lines the comment shows as its failure when nothing
-    explains it: the first of the most error-like, or, when none reads as an error, the last
-    (a failing step's last words). None for no lines."""
+    explains it: the first of the most error-like; or, when none names an error (at most a
+    warning or a line that only closes the step), the last that does not only close it: a
+    failing step's last words, read up past `step exited with code 1` to the message above.
+    None for no lines."""
     if not texts:
         return None
-    scored = [(line_score(text), index) for index, text in enumerate(texts)]
-    _score, index = max(scored, key=lambda item: (item[0], -item[1] if item[0] else item[1]))
-    return index
+    scores = [line_score(text) for text in texts]
+    best = max(scores)
+    if best >= 2:
+        return scores.index(best)
+    talking = [index for index, text in enumerate(texts) if not closing(text)]
+    return talking[-1] if talking else len(texts) - 1
+
+
+def closing(text: str) -> bool:
+    """Whether a line only ends a failed step (`exited with 1`, `Process completed with exit
+    code 2`, `make: *** [all] Error 2`), saying that something failed but not what."""
+    return _CLOSING.search(text) is not None
 
 
 def last_words_score(text: str) -> int:
