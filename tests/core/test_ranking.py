@@ -387,6 +387,36 @@ def test_with_no_error_named_the_table_shows_the_message_above_the_closing_lines
     assert ranking.best_guess_index([MAKE_OUTER, wrapper]) == 1
 
 
+# Python's report of an exception raised in a `__del__` at exit, as miaucl/cookidoo's README
+# quotes it (aiohttp on Windows): printed, ignored, and the program goes on.
+STEP_EXIT = "##[error]Process completed with exit code 1."
+IGNORED_TRACEBACK = [
+    "Exception ignored in: <function _ProactorBasePipeTransport.__del__ at 0x00000000>",
+    "Traceback (most recent call last):",
+    '  File "C:\\...\\py38\\lib\\asyncio\\base_events.py", line 508, in _check_closed',
+    "    raise RuntimeError('Event loop is closed')",
+    "RuntimeError: Event loop is closed",
+]
+
+
+def test_a_traceback_python_ignored_is_not_the_failure() -> None:
+    # A failing step whose own error no signature knows, then the ignored traceback at exit:
+    # the traceback's error must not be called the cause; the job stays unexplained.
+    lines = ["##[group]Run python smoke_test.py", "##[endgroup]", "checking the recipe API"]
+    result = run_log(github_log([*lines, *IGNORED_TRACEBACK, STEP_EXIT]))
+    assert result.root_cause is not None
+    assert result.root_cause.signature.id == "gha-process-exit-code"
+    ignored = next(m for m in result.matches if m.text.startswith("RuntimeError: Event loop"))
+    assert ignored.level == ranking.IGNORED
+    assert any("Python ignored" in w.reason for w in result.weighed)
+    # The traceback ends at its exception: an error printed after it is an error again
+    # (pytorch/pytorch's test_cuda, pytorch/test-infra's test_file_failed_wrapper fixture).
+    error = "AttributeError: module 'torch._C' has no attribute '_cuda_getAllocatorBackend'"
+    result = run_log(github_log([*lines, *IGNORED_TRACEBACK, error, STEP_EXIT]))
+    assert result.root_cause is not None and result.root_cause.text == error
+    assert result.root_cause.level is None
+
+
 def test_line_score_skips_what_only_looks_like_an_error() -> None:
     # Real lines (LogChunks): git/git's test list, jgm/pandoc's build, NancyFx/Nancy's MSBuild
     # summary, SwiftLint on realm/SwiftLint, Travis' bookkeeping.

@@ -89,6 +89,8 @@ _CPU_CHECK_LINES = 32
 # Enough for 40 lines of context or 200 fallback lines of ordinary length.
 _RECENT_BYTES = 64 * 1024
 _ERROR_MARKER = b"##[error]"
+# No line: the line number of a traceback Python ignored when none is open.
+_NEVER = -(1 << 62)
 # Where a step's log starts in the job log: its `##[group]Run ...` line. Kept (a bounded
 # number of them) so that a line can be linked to GitHub's log viewer (#step:S:L).
 _GROUP_MARKER = b"##[group]"
@@ -283,6 +285,8 @@ class JobClassifier:
         # The last `##[error]` that ends no step (its step, line, text): a JavaScript action
         # that fails through core.setFailed prints only that, and no runner line.
         self._last_annotation: tuple[int, int, str] | None = None
+        # The last line that opened a traceback Python ignored (ranking.IGNORED).
+        self._ignored_from = _NEVER
         self._candidates = self._new_pool()
         self._failing_candidates: ranking.Candidates | None = None
         # The whole log's, for a log whose failing step is not marked.
@@ -474,6 +478,8 @@ class JobClassifier:
         # Counted only now: most lines the scan finds end above, and lines come in order.
         number = self._lines_done + counter.newlines_before(start) + 1
         timestamp, text = logs.normalise(clean)
+        if ranking.ignored_exception_header(text):
+            self._ignored_from = number
         if catalog.error_marker in present:
             self._track_error(number, text)
         if catalog.group_marker in present and text.startswith("##[group]"):
@@ -491,6 +497,8 @@ class JobClassifier:
             self._try_signature(signature, block, start, end, number, timestamp, text)
             for signature in candidates
         )
+        if self._ignored_from != _NEVER:
+            self._end_ignored_traceback(number, text)
         if not matched and error_words:
             score = ranking.line_score(text)
             if score:
@@ -711,7 +719,7 @@ class JobClassifier:
             after=lines_after(block, end, signature.after),
             last_line=number,
             section=self._section,
-            level=ranking.low_level(text, found.start()),
+            level=ranking.low_level(text, found.start()) or self._ignored_level(number, text),
             explanation=self._pytest.window_for(text) or self._go_tests.window_for(text),
         )
         _add_variants(match, captures)
@@ -722,6 +730,20 @@ class JobClassifier:
         if len(match.after) < signature.after:
             self._pending_after.append(match)
         return True
+
+    def _ignored_level(self, number: int, text: str) -> str | None:
+        """IGNORED for a match in the traceback below `Exception ignored in: ...` (not for
+        the runner's end of the step, which may follow it)."""
+        since = number - self._ignored_from
+        if not 0 < since <= ranking.IGNORED_EXCEPTION_LINES:
+            return None
+        return None if ranking.step_end(text) is not None else ranking.IGNORED
+
+    def _end_ignored_traceback(self, number: int, text: str) -> None:
+        """A traceback ends at its first line back at the margin (the exception itself), past
+        the headers a chained one repeats."""
+        if number > self._ignored_from and ranking.ends_traceback(text):
+            self._ignored_from = _NEVER
 
     def _make_room(self) -> None:
         """Drop one match: the second oldest of the signature with the most distinct ones

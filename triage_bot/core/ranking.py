@@ -10,6 +10,7 @@ A person reading a failed job's log goes to the end of the step that failed and 
   or from after the failure (clean-up, `after_failure`);
 - a line printed at DEBUG/INFO/WARN level (`W: Failed to fetch ...`, `level=warning`) is
   not the failure, unless the signature matched the level word itself (`WARNING: DATA RACE`);
+  nor is an error in a traceback Python printed and went on past (`Exception ignored in:`);
 - a failure seen again and again in a step that then passed was retried and recovered;
 - before all of these, when a passing run of the same job was read (compare.py): a line the
   passing run also printed is not what failed this time, so any new line beats it (it stays
@@ -193,6 +194,37 @@ def step_end(text: str) -> bool | None:
     return None
 
 
+# Python's report of an exception it could not raise and went on past (a `__del__`, a
+# callback at exit: `Exception ignored in: <function _ProactorBasePipeTransport.__del__>`
+# over asyncio's `RuntimeError: Event loop is closed`), and pytest's warning that carries one.
+# The traceback printed below it is no failure: its matches count as printed below ERROR.
+_IGNORED_EXCEPTION = regex.compile(
+    r"^Exception ignored (?:in|while)\b|\bPytest(?:Unraisable|UnhandledThread)ExceptionWarning\b"
+)
+# How far below such a line its traceback may reach (a deep stack and a chained exception).
+IGNORED_EXCEPTION_LINES = 40
+IGNORED = "IGNORED"
+
+
+def ignored_exception_header(text: str) -> bool:
+    """Whether a normalised line opens a traceback Python printed and went on past."""
+    return "xception" in text and _IGNORED_EXCEPTION.search(text) is not None
+
+
+def ends_traceback(text: str) -> bool:
+    """Whether a line below a traceback's header is its exception, back at the margin (not
+    `Traceback (most recent call last):` nor the lines that chain another one)."""
+    return bool(text) and not text[0].isspace() and not text.startswith(_TRACEBACK_HEADERS)
+
+
+_TRACEBACK_HEADERS = (
+    "Traceback ",
+    "During handling of the above exception",
+    "The above exception was the direct cause",
+    "Exception ignored",
+)
+
+
 def low_level(text: str, match_start: int) -> str | None:
     """The level (`WARN`, `INFO`, ...) a line was printed at when it is below ERROR and the
     signature matched the message after it (not the level word: `WARNING: DATA RACE`)."""
@@ -361,7 +393,9 @@ def rank(matches: Sequence[Match], steps: Steps, last_line: int) -> list[Weighed
                 if above.line > match.line
                 else f"{kind}: defers to `{_short(above.text)}` above it"
             )
-        if match.level:
+        if match.level == IGNORED:
+            reasons.append("in a traceback Python ignored and went on past (`Exception ignored`)")
+        elif match.level:
             reasons.append(f"printed at {match.level} level")
         if recovered:
             reasons.append("seen again and again in a step that then passed: retried")
