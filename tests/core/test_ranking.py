@@ -417,6 +417,24 @@ def test_a_traceback_python_ignored_is_not_the_failure() -> None:
     assert result.root_cause.level is None
 
 
+def test_a_header_wrapper_stands_for_the_error_printed_below_it() -> None:
+    # ninja prints `FAILED: <target>` before the failed command's output. Its header (ROCm's
+    # legacy-rocm-build#5788) above a Python error only a catch-all of lower priority knows
+    # (pytorch/test-infra's fixture error_log1: a script's timeout). Lines of two logs
+    # joined: the rule is about their order.
+    header = "FAILED: [code=1] module_aiter_enum.so"
+    error = "TimeoutError: The read operation timed out"
+    stopped = "ninja: build stopped: subcommand failed."
+    result = run_log(github_log(["##[group]Run make", header, error, stopped, STEP_EXIT]))
+    assert result.root_cause is not None and result.root_cause.text == error
+    reasons = {w.match.text: w.reason for w in result.weighed}
+    assert f"defers to `{error}` below it" in reasons[header]
+    # An error above a wrapper still comes first: the wrapper looks below only for want of it.
+    result = run_log(github_log(["##[group]Run make", error, stopped, header, STEP_EXIT]))
+    reasons = {w.match.text: w.reason for w in result.weighed}
+    assert f"defers to `{error}` above it" in reasons[stopped]
+
+
 def test_line_score_skips_what_only_looks_like_an_error() -> None:
     # Real lines (LogChunks): git/git's test list, jgm/pandoc's build, NancyFx/Nancy's MSBuild
     # summary, SwiftLint on realm/SwiftLint, Travis' bookkeeping.

@@ -5,7 +5,9 @@ A person reading a failed job's log goes to the end of the step that failed and 
 
 - a wrapper or summary line (`make: *** [all] Error 2`, `Failed to execute goal`, `✖ 3
   problems`; a signature with `wraps: true`) is not the cause when a specific error was
-  printed shortly above it in the same step: it only repeats that the step failed;
+  printed shortly above it in the same step: it only repeats that the step failed (with
+  none above, nor in an earlier failed step, one printed shortly below: a header such as
+  ninja's `FAILED: target` comes before its command's output);
 - a match inside the failing step beats one from a step that passed (its end said exit 0)
   or from after the failure (clean-up, `after_failure`);
 - a line printed at DEBUG/INFO/WARN level (`W: Failed to fetch ...`, `level=warning`) is
@@ -364,7 +366,9 @@ def rank(matches: Sequence[Match], steps: Steps, last_line: int) -> list[Weighed
     failing_end = steps.failing_end
     end_line = failing_end.line if failing_end is not None else last_line
     deferred = {
-        id(w): _specific_above(w, matches) or _earlier_failure(w, matches, steps)
+        id(w): _specific_above(w, matches)
+        or _earlier_failure(w, matches, steps)
+        or _specific_below(w, matches)
         for w in matches
         if w.signature.wraps
     }
@@ -472,6 +476,23 @@ def _specific_above(wrapper: Match, matches: Sequence[Match]) -> Match | None:
     return _nearest_above(wrapper, matches, wrappers=False) or _nearest_above(
         wrapper, matches, wrappers=True
     )
+
+
+def _specific_below(wrapper: Match, matches: Sequence[Match]) -> Match | None:
+    """With nothing to stand for above it nor in an earlier failed step, a wrapper stands for
+    the nearest specific error below it in its step, within WRAP_WINDOW lines: a header that
+    a tool prints before the output of the command that failed (ninja's `FAILED: target`,
+    Bazel's `ERROR: BUILD:12:8: Compiling x.cc failed: (Exit 1)`), whose error may be one only
+    a catch-all of lower priority knows (a code generator's Python traceback)."""
+    best: Match | None = None
+    for match in matches:
+        if not _can_stand_for(match, wrapper, wrappers=False) or match.new is False:
+            continue
+        if match.section != wrapper.section or match.line <= wrapper.line:
+            continue
+        if match.line - wrapper.line <= WRAP_WINDOW and (best is None or match.line < best.line):
+            best = match
+    return best
 
 
 def _earlier_failure(wrapper: Match, matches: Sequence[Match], steps: Steps) -> Match | None:
