@@ -117,6 +117,15 @@ def test_gh_run_view_prefix_goes_and_keeps_the_timestamp() -> None:
     assert logs.normalise(raw) == ("2025-03-05T13:30:33.1Z", "##[group]Run pytest")
     # A tab-separated line that is not gh's prefix stays as it is.
     assert logs.normalise(b"a\tb\tc") == (None, "a\tb\tc")
+    # The lines of a multi-line entry carry no timestamp; gh still prints its columns
+    # (jsell-rh/gyre, specs/tasks/task-210.md: Playwright's annotation, then its error).
+    raw = b"e2e\tUNKNOWN STEP\t    Error: expect(locator).toBeVisible() failed"
+    assert logs.normalise(raw) == (None, "    Error: expect(locator).toBeVisible() failed")
+    assert logs.normalise(b"e2e\tUNKNOWN STEP\t") == (None, "")
+    assert logs.normalise(b"e2e\tRun tests\t      297 |") == (None, "      297 |")
+    # Go's package lines keep their columns (tests/core/go_logs).
+    for kept in (b"ok  \tgithub.com/x/y\t0.013s", b"FAIL\tgithub.com/x/y\t0.013s"):
+        assert logs.normalise(kept)[1] == kept.decode()
 
 
 def test_travis_fold_and_time_markers_go() -> None:

@@ -52,6 +52,11 @@ _COMPOSE_SCAN = 110
 # `gh run view --log`: job name TAB step name TAB (a BOM at a step's start) timestamp.
 _GH_PREFIX_SCAN = 300
 _GH_RUN_VIEW = re.compile(r"[^\t]*\t[^\t]*\t\ufeff?(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z) ")
+# A line of a multi-line log entry (a reporter's annotation, a `%0A` in a workflow command)
+# carries no timestamp of its own: gh prints the two columns before the text alone. Taken
+# only where it cannot be a tool's tab-separated output: gh's own `UNKNOWN STEP`, or text that
+# starts blank (Go's `ok  \tpkg\t0.01s` keeps its columns).
+_GH_RUN_VIEW_CONTINUED = re.compile(r"[^\t]{1,200}\t(?:UNKNOWN STEP\t|[^\t]{1,200}\t(?=\s|$))")
 # Jenkins' timestamper: `[2024-01-01T00:00:00.000Z] ` (Pipeline) or `12:34:56 ` / elapsed
 # `00:00:01.234 ` (freestyle console text).
 _JENKINS_ISO = re.compile(r"\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)\] ")
@@ -128,8 +133,11 @@ def _container_prefix_length(text: str) -> int:
 def split_other_prefix(text: str) -> tuple[str | None, str]:
     """(timestamp, text) without the prefix `gh run view --log` or Jenkins' timestamper put
     before each line; (None, text) when there is none."""
-    if "\t" in text[:_GH_PREFIX_SCAN] and (found := _GH_RUN_VIEW.match(text)):
-        return found.group(1), text[found.end() :]
+    if "\t" in text[:_GH_PREFIX_SCAN]:
+        if found := _GH_RUN_VIEW.match(text):
+            return found.group(1), text[found.end() :]
+        if found := _GH_RUN_VIEW_CONTINUED.match(text):
+            return None, text[found.end() :]
     if text.startswith("[") and (found := _JENKINS_ISO.match(text)):
         return found.group(1), text[found.end() :]
     if len(text) > 8 and text[2] == ":" and (found := _CLOCK.match(text)):
