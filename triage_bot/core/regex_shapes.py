@@ -221,13 +221,14 @@ def cpu_search(
     """`pattern.search(text)`, given `limit_s` seconds of this thread's CPU time.
 
     Raises TimeoutError past that. regex's timeout counts the process's CPU time: when
-    another thread's work ran it out while this one had used less than `limit_s`, the
-    search is tried again with a longer timeout (up to `stretch` times the limit), so a
-    busy worker does not drop a fast pattern's match.
+    another thread's work ran it out while this attempt had used less than `limit_s` of
+    this thread's, the search is tried again with a longer timeout (up to `stretch` times
+    the limit: three attempts at most), so a busy worker does not drop a fast pattern's
+    match. Each attempt starts over, so each is judged by its own time, not the sum.
     """
-    start = time.thread_time()
     allowed = limit_s
     while True:
+        start = time.thread_time()
         try:
             return pattern.search(text, timeout=allowed)
         except TimeoutError:
