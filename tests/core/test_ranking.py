@@ -452,6 +452,8 @@ def test_line_score_skips_what_only_looks_like_an_error() -> None:
     assert line_score("npm ERR! Test failed.  See above for more details.") == 1
     # A script's own cross mark (a performance budget check on GitHub Actions, 2025-09-09).
     assert line_score("\u274c Performance Budget Violations:") == 2
+    # A CLI's own cross (Chromatic's, in jeffreymoya/photoeditor's `gh run view` copy).
+    assert line_score("10:37:33.900 \u2716 Missing project token") == 2
     assert line_score("  \U0001f4e6 Large chunk: assets/chunk-B0WWTYqB.js (433.9KB)") == 0
 
 

@@ -90,8 +90,10 @@ FALLBACK_OTHER_LITERALS = (
     "Traceback",
     "Exception",
     "aborted!",
-    # A script's own failure line: `❌ Performance Budget Violations:`, `❌ Deploy failed`.
+    # A script's own failure line: `❌ Performance Budget Violations:`, `❌ Deploy failed`;
+    # and a CLI's (Chromatic's `✖ Missing project token`, listr's failed task).
     "\u274c",
+    "\u2716",
 )
 FALLBACK_LITERALS = FALLBACK_WORD_LITERALS + FALLBACK_OTHER_LITERALS
 # The literals of the step ends (the `##[error]` and `##[group]` markers are scanned anyway).
@@ -133,7 +135,7 @@ _LOW_LEVEL = regex.compile(
 _STRONG = regex.compile(
     r"(?<![\w.\-/\\])(?:error|errors|Error|Errors|ERROR|ERRORS|fatal|Fatal|FATAL|FAIL|FAILED"
     r"|FAILURE|panic|Traceback|Killed|Aborted|aborted!)(?![\w\-]|\.\w)"
-    r"|ERR!|\u274c"
+    r"|ERR!|\u274c|\u2716"
     r"|\b[A-Z]\w*(?:Error|Exception)(?=: )"
 )
 _WEAK = regex.compile(r"(?<![\w.\-/\\])(?:failed|Failed|failure|Failure|failures)(?![\w\-]|\.\w)")
