@@ -158,3 +158,12 @@ def test_regex_reach_is_what_the_classifier_tries_on_a_near_miss_log(
     classify.classify([log], compiled)
     reach = near_miss.regex_reach(compiled, log)
     assert reach.reaching == len(tried) > 0
+
+
+def test_the_trigger_is_the_keyword_longest_in_the_bytes_scanned() -> None:
+    # node-test-runner-failed: `✖ ` is 2 characters but 4 bytes; `ms)`, 3 of each, ends
+    # every timing line (`✔ adds (0.4ms)`) and was the trigger, passing them all on to the
+    # regex (Hyperscan's triage 1.9x ripgrep without the signature, 1.2x with it).
+    signature = next(s for s in load_catalog().signatures if s.id == "node-test-runner-failed")
+    assert set(signature.keywords) == {"\u2716 ", "ms)"}
+    assert signature.triggers == ("\u2716 ",)

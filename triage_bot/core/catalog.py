@@ -59,6 +59,11 @@ class Problem:
         return f"{where}: {self.message}{hint}"
 
 
+def _scanned_length(keyword: str) -> int:
+    """A keyword's length as the prefilter scans it: UTF-8 bytes."""
+    return len(keyword.encode())
+
+
 @dataclass(frozen=True)
 class MatchExample:
     line: str
@@ -117,9 +122,11 @@ class Signature:
     @property
     def triggers(self) -> tuple[str, ...]:
         """What the prefilter looks for: the longest keyword (the rarest guess), or else each
-        of the any_keywords when they are longer."""
-        longest = max(self.keywords, key=len)
-        if self.any_keywords and min(len(k) for k in self.any_keywords) > len(longest):
+        of the any_keywords when they are longer. Long in the bytes the engine scans: `✖ ` (4
+        bytes) is rarer than `ms)` (3), though it has fewer characters."""
+        longest = max(self.keywords, key=_scanned_length)
+        shortest_any = min(map(_scanned_length, self.any_keywords), default=0)
+        if shortest_any > _scanned_length(longest):
             return self.any_keywords
         return (longest,)
 
@@ -401,7 +408,7 @@ def _build(
 def _context_triggers(signature: Signature) -> tuple[str, ...]:
     """For a signature whose trigger is its longest keyword (no `prefilter`, no longer
     any_keywords), that keyword's longer context in the pattern, if known."""
-    if signature.prefilter or signature.triggers != (max(signature.keywords, key=len),):
+    if signature.prefilter or signature.triggers != (max(signature.keywords, key=_scanned_length),):
         return ()
     examples = tuple(example.line for example in signature.match_examples)
     return trigger_context.keyword_context(
