@@ -716,3 +716,24 @@ def test_a_wrapper_stands_only_for_an_inner_wrapper_that_says_as_much() -> None:
     # make's inner `make[1]` (same signature, same priority) still stands for `make`.
     make = run_log(log_of([MAKE_INNER, MAKE_OUTER, MAKE_FAILED]))
     assert make.root_cause is not None and make.root_cause.text == MAKE_INNER
+
+
+# Kong/insomnia's smoke tests on GitHub Actions (LogSage's public pairs, ByteLuo1029/dataset
+# @4049176 dataset/experiment_dataset/insomnia/pair_3): Playwright's annotation of the error,
+# then npm's wrapper for the script that ran it (priority 32 over the annotation's 14).
+PLAYWRIGHT_UNDER_NPM = [
+    "##[error]First argument must use the object destructuring pattern: _",
+    "",
+    "   at ../playwright/test.ts:50",
+    "Failed with exit code: 1",
+    "npm error Lifecycle script `test:package` failed with error:",
+    "npm error code 255",
+    "npm error command failed",
+    "##[error]Process completed with exit code 255.",
+]
+
+
+def test_a_tool_runners_wrapper_stands_for_the_annotation_above_it() -> None:
+    result = run_log(github_log(PLAYWRIGHT_UNDER_NPM))
+    assert result.root_cause is not None
+    assert result.root_cause.text == PLAYWRIGHT_UNDER_NPM[0]

@@ -119,6 +119,7 @@ _GITHUB_END = regex.compile(
 _GITLAB_END = regex.compile(r"^(?:ERROR: Job failed\b|Job succeeded$)")
 _JENKINS_END = regex.compile(r"^Finished: (?P<result>SUCCESS|FAILURE|UNSTABLE|ABORTED)$")
 GITHUB_STEP_START = "##[group]Run "
+GITHUB_ERROR = "##[error]"
 # Travis' marker before each command it runs, glued to the line (logs.normalise drops it).
 TRAVIS_STEP_START = "travis_time:start:"
 
@@ -544,12 +545,22 @@ def _earlier_in_failed_step(
 
 def _can_stand_for(match: Match, wrapper: Match, *, wrappers: bool) -> bool:
     """Whether a wrapper may stand for `match`: a specific error (or, asked for, an inner
-    wrapper that says at least as much: `make[1]: *** [prove]` under `make: *** [test]`, not
-    Gradle's `FAILURE: Build failed` above its `Execution failed for task`), neither a
-    catch-all nor a line printed below ERROR level."""
+    wrapper that says at least as much: `make[1]: *** [prove]` under `make: *** [test]`, or
+    the message a tool gave GitHub as an annotation under the `npm error Lifecycle script`
+    that ran it; not Gradle's `FAILURE: Build failed` above its `Execution failed for task`),
+    neither a catch-all nor a line printed below ERROR level."""
     if match.signature.wraps != wrappers or match.signature.generic or match.level:
         return False
-    return not wrappers or match.signature.priority >= wrapper.signature.priority
+    if not wrappers or match.signature.priority >= wrapper.signature.priority:
+        return True
+    return _annotation(match) and not _annotation(wrapper)
+
+
+def _annotation(match: Match) -> bool:
+    """An `##[error]` line: the message a step gave GitHub to show on the run's page (an
+    action's, or a tool's `::error::`), which says what failed where a tool runner's wrapper
+    says only that its command did."""
+    return match.text.startswith(GITHUB_ERROR)
 
 
 def _nearest_above(wrapper: Match, matches: Sequence[Match], *, wrappers: bool) -> Match | None:
