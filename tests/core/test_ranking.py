@@ -737,3 +737,35 @@ def test_a_tool_runners_wrapper_stands_for_the_annotation_above_it() -> None:
     result = run_log(github_log(PLAYWRIGHT_UNDER_NPM))
     assert result.root_cause is not None
     assert result.root_cause.text == PLAYWRIGHT_UNDER_NPM[0]
+
+
+# rasbt/LLMs-from-scratch's notebook tests on GitHub Actions (LogSage's public pairs,
+# ByteLuo1029/dataset @4049176 dataset/train_Drain3_dataset/LLMs-from-scratch/pair_5): nbformat
+# tries a file object's `read`, catches the AttributeError, and parses the text as JSON.
+HANDLED_CHAIN = [
+    "_____ ERROR collecting ch05/01_main-chapter-code/exercise-solutions.ipynb ______",
+    ".venv/lib/python3.10/site-packages/nbformat/__init__.py:169: in read",
+    "    buf = fp.read()",
+    "E   AttributeError: 'str' object has no attribute 'read'",
+    "",
+    "During handling of the above exception, another exception occurred:",
+    ".venv/lib/python3.10/site-packages/nbformat/reader.py:19: in parse_json",
+    "    nb_dict = json.loads(s, **kwargs)",
+    "E   json.decoder.JSONDecodeError: Expecting ',' delimiter: line 272 column 5 (char 8182)",
+    "",
+    "The above exception was the direct cause of the following exception:",
+    "##[error]Process completed with exit code 2.",
+]
+
+
+def test_an_exception_being_handled_ranks_below_the_one_raised_while_handling_it() -> None:
+    result = run_log(github_log(HANDLED_CHAIN))
+    assert result.root_cause is not None
+    assert result.root_cause.text == HANDLED_CHAIN[8]
+    handled = next(m for m in result.matches if "AttributeError" in m.text)
+    assert handled.level == ranking.HANDLED
+    assert any("During handling" in w.reason for w in result.weighed)
+    # Far above the header (another test's failure), an exception keeps its rank.
+    far = [HANDLED_CHAIN[3], *["ok"] * 5, *HANDLED_CHAIN[5:]]
+    result = run_log(github_log(far))
+    assert next(m for m in result.matches if "AttributeError" in m.text).level is None

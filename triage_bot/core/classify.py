@@ -480,6 +480,8 @@ class JobClassifier:
         timestamp, text = logs.normalise(clean)
         if ranking.ignored_exception_header(text):
             self._ignored_from = number
+        if text.startswith(ranking.HANDLING_HEADER):
+            self._mark_handled(number)
         if catalog.error_marker in present:
             self._track_error(number, text)
         if catalog.group_marker in present and text.startswith("##[group]"):
@@ -738,6 +740,14 @@ class JobClassifier:
         if not 0 < since <= ranking.IGNORED_EXCEPTION_LINES:
             return None
         return None if ranking.step_end(text) is not None else ranking.IGNORED
+
+    def _mark_handled(self, number: int) -> None:
+        """The exception just above `During handling of the above exception` was caught: its
+        match ranks below the one raised while handling it (ranking.HANDLED)."""
+        for match in self._matches.values():
+            near = 0 < number - match.last_line <= ranking.HANDLED_EXCEPTION_LINES
+            if near and match.level is None:
+                match.level = ranking.HANDLED
 
     def _end_ignored_traceback(self, number: int, text: str) -> None:
         """A traceback ends at its first line back at the margin (the exception itself), past

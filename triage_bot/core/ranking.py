@@ -82,6 +82,10 @@ FALLBACK_WORD_REGEX = (
     rb"(?:^|[^\w.\-/\\])(?:error|errors|Error|Errors|ERROR|ERRORS|fatal|Fatal|FATAL|FAIL|FAILED"
     rb"|FAILURE|failed|Failed|failure|Failure|failures|panic|Killed|Aborted)(?:[^\w\-.]|\.\W|\.?$)"
 )
+# Python's line between an exception that was being handled and the one raised while
+# handling it: the first was caught (an `AttributeError` a fallback expected); the one below
+# is what propagated.
+HANDLING_HEADER = "During handling of the above exception"
 FALLBACK_OTHER_LITERALS = (
     *(word + ":" for word in ("error", "Error", "ERROR", "fatal", "Fatal", "FATAL", "panic")),
     # At a line's start, followed by a space: `Failed asserting that ...` (PHPUnit).
@@ -94,6 +98,9 @@ FALLBACK_OTHER_LITERALS = (
     # and a CLI's (Chromatic's `✖ Missing project token`, listr's failed task).
     "\u274c",
     "\u2716",
+    # Not an error word: the line that says the exception above it was being handled when
+    # another one was raised (classify marks that one HANDLED).
+    HANDLING_HEADER,
 )
 FALLBACK_LITERALS = FALLBACK_WORD_LITERALS + FALLBACK_OTHER_LITERALS
 # The literals of the step ends (the `##[error]` and `##[group]` markers are scanned anyway).
@@ -209,6 +216,10 @@ _IGNORED_EXCEPTION = regex.compile(
 # How far below such a line its traceback may reach (a deep stack and a chained exception).
 IGNORED_EXCEPTION_LINES = 40
 IGNORED = "IGNORED"
+# An exception printed just above HANDLING_HEADER ranks below, like a warning: how far above
+# it the exception's line may be (pytest puts a blank line between them).
+HANDLED_EXCEPTION_LINES = 3
+HANDLED = "HANDLED"
 
 
 def ignored_exception_header(text: str) -> bool:
@@ -402,6 +413,11 @@ def rank(matches: Sequence[Match], steps: Steps, last_line: int) -> list[Weighed
             )
         if match.level == IGNORED:
             reasons.append("in a traceback Python ignored and went on past (`Exception ignored`)")
+        elif match.level == HANDLED:
+            reasons.append(
+                "an exception being handled when another was raised (`During handling of the"
+                " above exception`)"
+            )
         elif match.level:
             reasons.append(f"printed at {match.level} level")
         if recovered:
