@@ -182,13 +182,16 @@ def parse_report(stdout: bytes) -> Triage:
         root=_reported(cause) if cause else None,
         others=also + fallback,
         fallback=fallback,
-        explains=_explains(cause),
+        explains=_explains(job),
     )
 
 
-def _explains(cause: dict[str, Any] | None) -> bool:
-    """report.explained on the JSON: a root cause that is no catch-all, and not a line the
-    passing run printed too (the JSON has no field saying so: the rule is repeated here)."""
+def _explains(job: dict[str, Any]) -> bool:
+    """The job's `explains` (report.explained); a CLI older than that field: the same rule
+    on its root cause (no catch-all, not a line the passing run printed too)."""
+    if "explains" in job:
+        return bool(job["explains"])
+    cause = job.get("root_cause")
     if not cause:
         return False
     return bool(cause["priority"] >= GENERIC_PRIORITY and cause["new"] is not False)

@@ -75,6 +75,23 @@ def test_json_contract_fields() -> None:
     assert set(data["groups"][0]) >= {"signature", "captures", "jobs"}
 
 
+def test_json_says_whether_the_root_cause_explains_the_job(tmp_path: Path) -> None:
+    assert report(str(EXAMPLES / "unit-tests-mi350x.log"))["jobs"][0]["explains"] is True
+    # Only the runner's exit line matched (a catch-all): the table shows a best-guess line.
+    # The script's message is laravel/laravel's build check (LogSage's pairs, ByteLuo1029/dataset
+    # @4049176 dataset/experiment_dataset/laravel/pair_1).
+    log = tmp_path / "lint.log"
+    log.write_text(
+        "##[group]Run ./check.sh\n##[endgroup]\nERROR: manifest.json not found!\n"
+        "##[error]Process completed with exit code 1.\n",
+        encoding="utf-8",
+    )
+    job = report(str(log))["jobs"][0]
+    assert job["root_cause"]["signature"] == "gha-process-exit-code"
+    assert job["explains"] is False
+    assert job["fallback_lines"][0]["text"] == "ERROR: manifest.json not found!"
+
+
 def test_markdown_comment_shows_evidence_and_fix() -> None:
     done = triage(str(EXAMPLES), "--format", "markdown")
     assert done.returncode == 0

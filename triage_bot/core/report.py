@@ -279,6 +279,7 @@ def report_json(report: Report) -> dict[str, Any]:
             {
                 "name": job.name,
                 "root_cause": root_cause_json(root) if root else None,
+                "explains": explained(root),
                 "also": [match_json(m) for m in result.also],
                 "fallback_lines": [
                     {"line": f.line, "text": f.text, "new": f.new} for f in result.fallback_lines
