@@ -769,3 +769,28 @@ def test_an_exception_being_handled_ranks_below_the_one_raised_while_handling_it
     far = [HANDLED_CHAIN[3], *["ok"] * 5, *HANDLED_CHAIN[5:]]
     result = run_log(github_log(far))
     assert next(m for m in result.matches if "AttributeError" in m.text).level is None
+
+
+# binary-husky/gpt_academic's Docker build on GitHub Actions (LogSage's public pairs,
+# ByteLuo1029/dataset @4049176 dataset/experiment_dataset/gpt_academic/pair_4): pip's failure
+# inside the RUN step, then its 186 lines of build output (stood for here by numbered lines:
+# the rule is about the distance), then BuildKit's summary of the step.
+PIP_FAILED = "#9 471.7   \u00d7 Preparing metadata (pyproject.toml) did not run successfully."
+BUILDKIT_FAILED = (
+    '#9 ERROR: process "/bin/bash -c pip install --break-system-packages openai numpy" '
+    "did not complete successfully: exit code: 1"
+)
+
+
+def test_a_wrapper_with_nothing_near_it_stands_for_the_nearest_error_above_in_its_step() -> None:
+    output = [f"#9 471.7       build output line {n}" for n in range(150)]
+    lines = ["##[group]Run docker/build-push-action@v6", "##[endgroup]", PIP_FAILED, *output]
+    result = run_log(github_log([*lines, BUILDKIT_FAILED, STEP_EXIT]))
+    assert result.root_cause is not None
+    assert result.root_cause.signature.id == "python-pip-subprocess-failed"
+    # In another step, it is not what this wrapper ends.
+    other_step = ["##[group]Run pip install .", "##[endgroup]", PIP_FAILED, "done"]
+    build = ["##[group]Run docker/build-push-action@v6", "##[endgroup]", *output]
+    result = run_log(github_log([*other_step, *build, BUILDKIT_FAILED, STEP_EXIT]))
+    assert result.root_cause is not None
+    assert result.root_cause.signature.id == "docker-buildkit-run-failed"

@@ -383,6 +383,7 @@ def rank(matches: Sequence[Match], steps: Steps, last_line: int) -> list[Weighed
         id(w): _specific_above(w, matches)
         or _earlier_failure(w, matches, steps)
         or _specific_below(w, matches)
+        or _anywhere_above_in_step(w, matches)
         for w in matches
         if w.signature.wraps
     }
@@ -514,6 +515,16 @@ def _specific_below(wrapper: Match, matches: Sequence[Match]) -> Match | None:
     return best
 
 
+def _anywhere_above_in_step(wrapper: Match, matches: Sequence[Match]) -> Match | None:
+    """With nothing nearer, the nearest specific error above a wrapper in its step, however
+    far: a step is one command, so an error it printed is what its wrapper ends (pip's failure
+    inside a Docker build's RUN, 200 lines of the package's build output above BuildKit's
+    summary). Only in a step the log marks: in a log without steps, the window holds."""
+    if wrapper.section == 0:
+        return None
+    return _nearest_above(wrapper, matches, wrappers=False, window=None)
+
+
 def _earlier_failure(wrapper: Match, matches: Sequence[Match], steps: Steps) -> Match | None:
     """With nothing to stand for in its own step, a wrapper stands for the specific error of
     the nearest earlier step that failed: CI went on past that step (Travis runs every
@@ -579,7 +590,11 @@ def _annotation(match: Match) -> bool:
     return match.text.startswith(GITHUB_ERROR)
 
 
-def _nearest_above(wrapper: Match, matches: Sequence[Match], *, wrappers: bool) -> Match | None:
+def _nearest_above(
+    wrapper: Match, matches: Sequence[Match], *, wrappers: bool, window: int | None = WRAP_WINDOW
+) -> Match | None:
+    """The nearest match above a wrapper in its step that it may stand for, within `window`
+    lines (None: anywhere in the step)."""
     best: Match | None = None
     best_line = 0
     for match in matches:
@@ -590,7 +605,8 @@ def _nearest_above(wrapper: Match, matches: Sequence[Match], *, wrappers: bool) 
         if match is wrapper or match.section != wrapper.section or match.line >= wrapper.line:
             continue
         nearest = max(n for n in (match.line, match.last_line) if n <= wrapper.line)
-        if wrapper.line - nearest <= WRAP_WINDOW and (best is None or nearest > best_line):
+        near = window is None or wrapper.line - nearest <= window
+        if near and (best is None or nearest > best_line):
             best, best_line = match, nearest
     return best
 
