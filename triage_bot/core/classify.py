@@ -14,6 +14,7 @@ of the bytes, the catalog and (optionally) the step the API says failed.
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Iterable
 
 import regex
@@ -88,7 +89,7 @@ _CPU_CHECK_LINES = 32
 
 # Enough for 40 lines of context or 200 fallback lines of ordinary length.
 _RECENT_BYTES = 64 * 1024
-_ERROR_MARKER = b"##[error]"
+_ERROR_MARKER = ranking.GITHUB_ERROR.encode()
 # No line: the line number of a traceback Python ignored when none is open.
 _NEVER = -(1 << 62)
 # Where a step's log starts in the job log: its `##[group]Run ...` line. Kept (a bounded
@@ -287,6 +288,9 @@ class JobClassifier:
         self._last_annotation: tuple[int, int, str] | None = None
         # The last line that opened a traceback Python ignored (ranking.IGNORED).
         self._ignored_from = _NEVER
+        # The matches of the last few matched lines: the one a `During handling of the above
+        # exception` line follows (ranking.HANDLED), found without a scan of every match.
+        self._latest: deque[Match] = deque(maxlen=ranking.HANDLED_EXCEPTION_LINES)
         self._candidates = self._new_pool()
         self._failing_candidates: ranking.Candidates | None = None
         # The whole log's, for a log whose failing step is not marked.
@@ -708,6 +712,7 @@ class JobClassifier:
             known.count += 1
             known.last_line = number
             _add_variants(known, captures)
+            self._latest.append(known)
             return True
         if len(self._matches) >= MAX_DISTINCT_MATCHES:
             self._make_room()
@@ -726,6 +731,7 @@ class JobClassifier:
         )
         _add_variants(match, captures)
         self._matches[key] = match
+        self._latest.append(match)
         self._keys_by_signature.setdefault(signature.id, []).append(key)
         if self._passing is not None:
             self._match_lines[key] = text[:MAX_LINE_CHARS]  # `new` is set by _sift
@@ -744,7 +750,7 @@ class JobClassifier:
     def _mark_handled(self, number: int) -> None:
         """The exception just above `During handling of the above exception` was caught: its
         match ranks below the one raised while handling it (ranking.HANDLED)."""
-        for match in self._matches.values():
+        for match in self._latest:
             near = 0 < number - match.last_line <= ranking.HANDLED_EXCEPTION_LINES
             if near and match.level is None:
                 match.level = ranking.HANDLED

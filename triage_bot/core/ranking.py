@@ -184,7 +184,7 @@ _CLOSING = regex.compile(
 
 def github_step_end(text: str) -> bool:
     """Whether a normalised line is the runner's own end of a failed GitHub Actions step."""
-    return text.startswith("##[error]") and _GITHUB_END.match(text) is not None
+    return text.startswith(GITHUB_ERROR) and _GITHUB_END.match(text) is not None
 
 
 def step_end(text: str) -> bool | None:
@@ -196,7 +196,7 @@ def step_end(text: str) -> bool | None:
         if found is None:
             return None
         return found.group("tries") is not None or found.group("code") != "0"
-    if text.startswith("##[error]"):
+    if text.startswith(GITHUB_ERROR):
         return True if github_step_end(text) else None
     if text.startswith(("ERROR: Job failed", "Job succeeded")):
         return text.startswith("ERROR") if _GITLAB_END.match(text) else None
