@@ -483,6 +483,27 @@ def test_fallback_keeps_a_failing_steps_last_words() -> None:
     assert [(f.line, f.text) for f in result.fallback_lines] == [(4, PERMISSION)]
 
 
+def test_a_github_steps_header_is_not_its_last_words() -> None:
+    # GitHub writes a step's script, shell and environment under `##[group]Run`, up to its
+    # first `##[endgroup]`: a step that printed one line before failing has that line as its
+    # last words, not `LD_LIBRARY_PATH` above it (django's spelling job, LogSage's set);
+    # one that printed nothing has none.
+    header = [
+        "##[group]Run cd docs",
+        "\x1b[36;1mcd docs\x1b[0m",
+        "shell: /usr/bin/bash -e {0}",
+        "env:",
+        "  pythonLocation: /opt/hostedtoolcache/Python/3.13.2/x64",
+        "  LD_LIBRARY_PATH: /opt/hostedtoolcache/Python/3.13.2/x64/lib",
+        "##[endgroup]",
+    ]
+    said = "the frobnicator refused to start"
+    for output, expected in (([said], [(8, said)]), ([], [])):
+        lines = [*header, *output, "##[error]Process completed with exit code 1."]
+        result = run_log(github_log(lines))
+        assert [(f.line, f.text) for f in result.fallback_lines] == expected
+
+
 def test_fallback_is_bounded_per_step() -> None:
     errors = [f"error: thing {n} broke" for n in range(5000)]
     result = run_log(log_of(travis_step("./build.sh", errors, 1)))

@@ -89,6 +89,11 @@ _CPU_CHECK_LINES = 32
 
 # Enough for 40 lines of context or 200 fallback lines of ordinary length.
 _RECENT_BYTES = 64 * 1024
+# A step's header (`##[group]Run`, its script, `shell:`, `env:` and variables, `##[endgroup]`)
+# is searched for its end only in a step of at most this many lines: in a longer one the
+# last words are its output whatever the header's length.
+_HEADER_REACH = 200
+_END_GROUP = "##[endgroup]"
 _ERROR_MARKER = ranking.GITHUB_ERROR.encode()
 # No line: the line number of a traceback Python ignored when none is open.
 _NEVER = -(1 << 62)
@@ -546,10 +551,26 @@ class JobClassifier:
         (`install-jdk.sh: Permission denied`): kept only at the end of a failing step."""
         lines = self._lines_before(block, start, ranking.LAST_WORDS)
         first = number - len(lines)
+        output_from = self._step_output_start(block, start, number)
         for offset, text in enumerate(lines):
             line = first + offset
-            if line > self._section_start and (score := ranking.last_words_score(text)):
+            if line >= output_from and (score := ranking.last_words_score(text)):
                 self._add_candidate(score, line, text)
+
+    def _step_output_start(self, block: bytes, start: int, number: int) -> int:
+        """The first line a step printed, for a step ending at line `number`: past the
+        header GitHub writes under `##[group]Run` (its script, `shell:`, `env:` and each
+        variable), which its first `##[endgroup]` closes. Looked for only in a step short
+        enough for its header to reach its last words."""
+        step_lines = number - self._section_start
+        if step_lines > _HEADER_REACH:
+            return self._section_start + 1
+        lines = self._lines_before(block, start, step_lines)
+        first = number - len(lines)
+        for offset, text in enumerate(lines):
+            if text == _END_GROUP:
+                return first + offset + 1
+        return self._section_start + 1
 
     def _add_candidate(self, score: int, number: int, text: str) -> None:
         """A best-guess line. With a passing run, its text is kept whole (as far as a
