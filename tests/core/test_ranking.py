@@ -504,6 +504,23 @@ def test_a_github_steps_header_is_not_its_last_words() -> None:
         assert [(f.line, f.text) for f in result.fallback_lines] == expected
 
 
+def test_a_traced_exit_is_not_the_guess() -> None:
+    # A script run with `set -x` traces its own `exit 1` after printing why: the guess is
+    # the message above the trace.
+    said = "Version 1.2.3 is already published"
+    lines = [
+        "##[group]Run ./scripts/check-version.sh",
+        "##[endgroup]",
+        "+ grep -q 1.2.3 published.txt",
+        said,
+        "+ exit 1",
+        "##[error]Process completed with exit code 1.",
+    ]
+    result = run_log(github_log(lines))
+    texts = [f.text for f in result.fallback_lines]
+    assert texts[ranking.best_guess_index(texts) or 0] == said
+
+
 def test_fallback_is_bounded_per_step() -> None:
     errors = [f"error: thing {n} broke" for n in range(5000)]
     result = run_log(log_of(travis_step("./build.sh", errors, 1)))

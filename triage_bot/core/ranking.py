@@ -179,6 +179,8 @@ _CLOSING = regex.compile(
     r"exited with (?:code |status )?\d+|Process completed with exit code|Error \d+\s*$|BUILD FAIL"
     r"|Command failed with exit code|ERROR: Job failed|Finished: FAILURE|ELIFECYCLE"
     r"|Test failed\.|tests? failed|FAILED \(|\bfailed with exit|non-zero exit"
+    # A shell's trace (`set -x`) of the script's own `exit 1`: the message is above it.
+    r"|^\++ exit [1-9]\d{0,2}\s*$"
 )
 
 
