@@ -183,6 +183,28 @@ def test_lint_refuses_a_url_built_from_a_capture_outside_code(
     assert any("URL from a capture" in p.message for p in problems) == refused, problems
 
 
+@pytest.mark.parametrize(
+    ("prefilter", "refused"),
+    [
+        # A leading class: without Hyperscan, `re` tries it at every byte of the log
+        # (node-bun-test-summary's `\\d fail...` took half the Aho-Corasick engine's time).
+        ("'\\d+ broke: '", True),
+        ("'widget broke: |[a-z]+ broke: '", True),
+        ("'widget broke: [a-z]'", False),
+        ("'widget broke: |gadget broke: '", False),
+    ],
+)
+def test_lint_refuses_a_prefilter_branch_that_does_not_start_with_a_literal(
+    tmp_path: Path, prefilter: str, refused: bool
+) -> None:
+    body = GOOD.replace(
+        'keywords: ["widget broke"]', f'keywords: ["widget broke"]\n    prefilter: {prefilter}'
+    )
+    make(tmp_path, body)
+    _, problems = catalog_check.lint([tmp_path])
+    assert any("does not start with a literal" in p.message for p in problems) == refused, problems
+
+
 def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     make(tmp_path)
     assert main(["catalog", "lint", str(tmp_path)]) == 0

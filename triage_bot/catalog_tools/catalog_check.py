@@ -30,8 +30,14 @@ from triage_bot.core.catalog import (
     signature_line,
 )
 from triage_bot.core.classify import CompiledCatalog, classify
+from triage_bot.core.engine import starts_with_literal
 from triage_bot.core.limits import MAX_WINDOW_BYTES
-from triage_bot.core.regex_shapes import cpu_search, repeated_units, sample_match
+from triage_bot.core.regex_shapes import (
+    cpu_search,
+    repeated_units,
+    sample_match,
+    top_level_branches,
+)
 from triage_bot.core.render import render_signature_text
 
 # Every pattern must match in linear time: its CPU time on an adversarial line (a long run of
@@ -284,6 +290,17 @@ def _prefilter_problems(signature: Signature) -> list[Problem]:
         for example in signature.match_examples
         if not compiled.search(example.line)
     ]
+    problems.extend(
+        Problem(
+            path,
+            line,
+            f"prefilter branch {branch!r} does not start with a literal",
+            "without Hyperscan, Python's `re` runs it over the whole log, trying every byte; "
+            "start it with the text the tool prints (the pattern checks the rest)",
+        )
+        for branch in top_level_branches(signature.prefilter)
+        if not starts_with_literal(branch.encode())
+    )
     try:
         import hyperscan
     except ImportError:

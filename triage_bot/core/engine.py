@@ -222,6 +222,13 @@ def lead_literal(pattern: bytes) -> bytes | None:
     return lead if len(lead) >= _LEAD_BYTES and rare else None
 
 
+def starts_with_literal(pattern: bytes) -> bool:
+    """Whether every match of `pattern` starts with a literal: what `re` finds fast when it
+    runs a regex trigger over a whole block (one that starts with a class or a group is
+    tried at every byte)."""
+    return bool(_leading_literal(pattern)[0])
+
+
 def _leading_literal(pattern: bytes) -> tuple[bytes, int]:
     """The literal every match of `pattern` starts with, read from the pattern's text
     (plain bytes and escaped punctuation up to the first metacharacter, less a byte that a
