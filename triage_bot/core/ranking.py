@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 
 import regex
 
+from triage_bot.core import surefire_order
 from triage_bot.core.classify_results import FallbackLine, Match, Steps, Weighed
 from triage_bot.core.logs import is_bookkeeping
 
@@ -435,6 +436,8 @@ def rank(matches: Sequence[Match], steps: Steps, last_line: int) -> list[Weighed
     # from its first: of a run of compiler errors the first is the cause, the rest follow.
     # A final report (`final_report: true`) counts from its last, which is the report.
     first_of: dict[tuple[str, tuple[int, ...]], int] = {}
+    # Surefire's summary entries count from where their test class first failed.
+    failed_at = surefire_order.failure_order(matches)
     for match, head_of, _reason in heads:
         key = (match.signature.id, head_of)
         pick = max if match.signature.final_report else min
@@ -445,7 +448,9 @@ def rank(matches: Sequence[Match], steps: Steps, last_line: int) -> list[Weighed
             (
                 *head,
                 -abs(end_line - first_of[(match.signature.id, head)]),
-                match.line if match.signature.final_report else -match.line,
+                match.line
+                if match.signature.final_report
+                else -failed_at.get(id(match), match.line),
             ),
             reason,
         )
