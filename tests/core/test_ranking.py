@@ -504,6 +504,26 @@ def test_a_github_steps_header_is_not_its_last_words() -> None:
         assert [(f.line, f.text) for f in result.fallback_lines] == expected
 
 
+def test_a_failure_seen_again_in_the_failing_step_is_placed_there() -> None:
+    # FindBugs killed (`Java returned: 137`) in a step that went on (`|| true`), then again in
+    # the failing one (dropwizard metrics-spring on Travis CI, BugSwarm's analyzer fixtures):
+    # the failing step's occurrence is the root cause, not a retry that recovered.
+    goal = (
+        "[ERROR] Failed to execute goal org.codehaus.mojo:findbugs-maven-plugin:2.5.2:findbugs"
+        " (findbugs) on project metrics-spring: Execution findbugs of goal"
+        " org.codehaus.mojo:findbugs-maven-plugin:2.5.2:findbugs failed: Java returned: 137"
+        " -> [Help 1]"
+    )
+    lines = [
+        *travis_step("mvn install -DskipTests=true || true", ["[INFO] BUILD FAILURE", goal], 0),
+        *travis_step("mvn verify", ["[INFO] BUILD FAILURE", goal], 1),
+        "Done. Your build exited with 1.",
+    ]
+    root = run_log(log_of(lines)).root_cause
+    assert root is not None and root.signature.id == "java-maven-goal-failed"
+    assert (root.line, root.count) == (7, 2)
+
+
 def test_a_traced_exit_is_not_the_guess() -> None:
     # A script run with `set -x` traces its own `exit 1` after printing why: the guess is
     # the message above the trace.

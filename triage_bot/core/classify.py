@@ -729,6 +729,14 @@ class JobClassifier:
             self._winners.append((number, signature.id, captures))
         key = group_key(signature, captures)
         known = self._matches.get(key)
+        carried = 0
+        if known is not None and known.section != self._section and self._passed(known.section):
+            # Seen again after the step it was first seen in passed (a `|| true`, a retry
+            # in a later step): this occurrence is the one that can have failed the job, so
+            # the match starts over here, with its evidence, counting the earlier ones.
+            carried = known.count
+            self._forget(key, known)
+            known = None
         if known is not None:
             known.count += 1
             known.last_line = number
@@ -750,6 +758,7 @@ class JobClassifier:
             level=ranking.low_level(text, found.start()) or self._ignored_level(number, text),
             explanation=self._pytest.window_for(text) or self._go_tests.window_for(text),
         )
+        match.count += carried
         _add_variants(match, captures)
         self._matches[key] = match
         self._latest.append(match)
@@ -759,6 +768,16 @@ class JobClassifier:
         if len(match.after) < signature.after:
             self._pending_after.append(match)
         return True
+
+    def _passed(self, section: int) -> bool:
+        end = self._section_ends.get(section)
+        return end is not None and not end.failed
+
+    def _forget(self, key: tuple[str, tuple[str, ...]], match: Match) -> None:
+        del self._matches[key]
+        self._match_lines.pop(key, None)
+        self._keys_by_signature[match.signature.id].remove(key)
+        self._pending_after = [pending for pending in self._pending_after if pending is not match]
 
     def _ignored_level(self, number: int, text: str) -> str | None:
         """IGNORED for a match in the traceback below `Exception ignored in: ...` (not for
