@@ -30,8 +30,8 @@ def failure_order(matches: Sequence[Match]) -> dict[int, int]:
     first_failed: dict[str, int] = {}
     for match in matches:
         name = _failed_class(match)
-        if name is not None and match.line < first_failed.get(name, match.line + 1):
-            first_failed[name] = match.line
+        if name is not None:
+            first_failed[name] = min(first_failed.get(name, match.line), match.line)
     order: dict[int, int] = {}
     for match in matches:
         if match.signature.id != SUMMARY:
