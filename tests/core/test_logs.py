@@ -172,6 +172,19 @@ def test_jenkins_timestamper_prefixes_go_and_pipeline_lines_stay() -> None:
     assert logs.normalise(b"took 00:01:02 to run")[1] == "took 00:01:02 to run"
 
 
+def test_fastlane_and_gulp_clock_prefixes_go() -> None:
+    # fastlane runs xcodebuild (through xcpretty) and prints each line after its clock; the
+    # tool's own text is what signatures read. gulp prints the same clock without the colon.
+    raw = b"[13:48:13]: \xe2\x96\xb8 ** ARCHIVE FAILED **"
+    assert logs.normalise(raw) == (None, "\u25b8 ** ARCHIVE FAILED **")
+    assert logs.normalise(b"[19:56:29] 'eslint' errored after 970 ms")[1] == (
+        "'eslint' errored after 970 ms"
+    )
+    # Not a clock: a bracketed counter or a date stays.
+    assert logs.normalise(b"[12:34] done")[1] == "[12:34] done"
+    assert logs.normalise(b"[1/3]: fetching")[1] == "[1/3]: fetching"
+
+
 def test_progress_rewritten_with_bare_cr_shows_its_last_screen() -> None:
     # Maven's download progress as Jenkins stores it: one `\n` line, many `\r` screens.
     raw = (

@@ -204,6 +204,26 @@ def test_every_failure_and_unexplained_job_is_a_row_details_below() -> None:
     assert "Lines " not in body and "No error lines" not in body
 
 
+def test_a_wrapper_alone_leaves_its_job_unexplained_with_its_best_guess() -> None:
+    # Nothing matched above the legacy Docker builder's wrapper: it only says the step
+    # failed, so the table shows the best-guess line (the error the tool printed), not it.
+    log = (
+        "Step 3/5 : RUN ./fetch-sources.sh\n"
+        " ---> Running in 2e792293343c\n"
+        "[ERROR] widget-1.2 could not be fetched from the mirror\n"
+        "The command '/bin/sh -c ./fetch-sources.sh' returned a non-zero code: 66\n"
+    )
+    result = run_log(log)
+    assert result.root_cause is not None and result.root_cause.signature.wraps
+    report = build_report([named(log, "image")])
+    assert report.groups == []
+    body = render_comment(report)
+    row = next(line for line in body.splitlines() if line.startswith("| **unexplained** "))
+    assert "widget-1.2 could not be fetched" in row
+    assert "(only: A Dockerfile RUN step failed (legacy builder))" in body
+    assert report_json(report)["jobs"][0]["explains"] is False
+
+
 def test_captures_are_named_for_what_they_are() -> None:
     log = "".join(
         f"E   TypeError: Foo.__init__() got an unexpected keyword argument 'bar'\n"

@@ -12,6 +12,7 @@ signatures apply to it:
 - GitLab CI: `section_start:1700000000:NAME[collapsed=true]` / `section_end:...` the same way,
   and the `2024-01-01T00:00:00.000000Z 00O ` prefix of its timestamped logs;
 - Jenkins: the timestamper's `[2024-01-01T00:00:00.000Z] ` or `12:34:56 ` prefix;
+- fastlane's `[12:34:56]: ` (and gulp's `[12:34:56] `) before the lines of the tools it runs;
   `[Pipeline] ` lines stay (`is_bookkeeping` says what they are);
 - progress written over itself with a bare `\r` (Maven's downloads, pip, curl, Gradle): a
   terminal shows the last thing written, so the text is the last segment that is not blank
@@ -61,6 +62,9 @@ _GH_RUN_VIEW_CONTINUED = re.compile(r"[^\t]{1,200}\t(?:UNKNOWN STEP\t|[^\t]{1,20
 # `00:00:01.234 ` (freestyle console text).
 _JENKINS_ISO = re.compile(r"\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)\] ")
 _CLOCK = re.compile(r"\d\d:\d\d:\d\d(?:\.\d{3})? ")
+# fastlane's `[13:48:13]: ` before each line of the tools it runs (xcodebuild, gradle), and
+# gulp's `[13:48:13] `.
+_BRACKETED_CLOCK = re.compile(r"\[\d\d:\d\d:\d\d\]:? ")
 # GitLab's timestamped logs: after the timestamp, the stream (O out, E err) and `+` when the
 # line continues the one before.
 _GITLAB_STREAM = re.compile(r"\d\d[OE]\+? ")
@@ -140,6 +144,8 @@ def split_other_prefix(text: str) -> tuple[str | None, str]:
             return None, text[found.end() :]
     if text.startswith("[") and (found := _JENKINS_ISO.match(text)):
         return found.group(1), text[found.end() :]
+    if len(text) > 10 and text[3] == ":" and (found := _BRACKETED_CLOCK.match(text)):
+        return None, text[found.end() :]
     if len(text) > 8 and text[2] == ":" and (found := _CLOCK.match(text)):
         return None, text[found.end() :]
     return None, text

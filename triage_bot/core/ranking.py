@@ -89,8 +89,12 @@ FALLBACK_WORD_REGEX = (
 HANDLING_HEADER = "During handling of the above exception"
 FALLBACK_OTHER_LITERALS = (
     *(word + ":" for word in ("error", "Error", "ERROR", "fatal", "Fatal", "FATAL", "panic")),
-    # At a line's start, followed by a space: `Failed asserting that ...` (PHPUnit).
-    *(word + " " for word in ("Failed", "Failure", "FAILED", "Error", "ERROR", "Fatal")),
+    # At a line's start, followed by a space: `Failed asserting that ...` (PHPUnit), apt's
+    # `Errors were encountered while processing:` (elsewhere the leads above find them).
+    *(
+        word + " "
+        for word in ("Failed", "Failure", "FAILED", "Error", "ERROR", "Fatal", "Errors", "errors")
+    ),
     "ERR!",
     "Traceback",
     "Exception",

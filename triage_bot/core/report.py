@@ -128,9 +128,18 @@ class Report:
 
 
 def explained(root: Match | None) -> bool:
-    """Whether a root cause explains its job: not a catch-all, and not a line the passing
-    run printed too (then every match was, and what failed is among the new lines)."""
-    return root is not None and not root.signature.generic and root.new is not False
+    """Whether a root cause explains its job: not a catch-all, not a line the passing run
+    printed too (then every match was, and what failed is among the new lines), and not a
+    wrapper (`make: *** Error 1`, `The command '/bin/sh -c ...' returned a non-zero code`):
+    a wrapper is the root cause only when no error it could stand for was matched, and it
+    says no more than that something failed, so the job's best-guess lines are what the
+    comment shows as its failure."""
+    return (
+        root is not None
+        and not root.signature.generic
+        and not root.signature.wraps
+        and root.new is not False
+    )
 
 
 def build_report(jobs: Sequence[Job | JobResult], **details: Any) -> Report:
