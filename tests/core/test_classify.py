@@ -65,6 +65,30 @@ def test_ansi_inside_the_keyword_still_matches(engine: str) -> None:
     ].text.startswith("Too many open files")
 
 
+def test_the_block_scan_looks_for_a_long_literal_by_its_head_and_lines_keep_it_whole() -> None:
+    from triage_bot.core.engine import SCANNED_HEAD, AhoCorasickPrefilter, Trigger
+
+    literal = b". Is the docker daemon running?"
+    assert len(literal) > SCANNED_HEAD
+    prefilter = AhoCorasickPrefilter([Trigger(literal)])
+    block = b"Cannot connect to the Docker daemon at tcp://docker:2376" + literal + b"\n"
+    head_only = b"see " + literal[:SCANNED_HEAD] + b" only\n"
+    # Both lines are found by the head; only the first holds the trigger.
+    assert [end for end, _index in prefilter.scan_ids(block + head_only)]
+    assert prefilter.literals_in(block) == {0}
+    assert prefilter.literals_in(head_only) == set()
+
+
+@pytest.mark.parametrize("engine", ["hyperscan", "ahocorasick", "python"])
+def test_a_long_keyword_split_by_colour_is_found_with_every_engine(engine: str) -> None:
+    line = (
+        f"{STAMP}ERROR: Cannot connect to the Docker daemon at tcp://docker:2376. "
+        "Is the \x1b[1mdocker daemon\x1b[0m running?\n"
+    )
+    result = run_log(line, engine=engine)
+    assert [m.signature.id for m in result.matches] == ["docker-daemon-unreachable"]
+
+
 def test_same_failure_is_counted_and_variants_kept() -> None:
     lines = [
         f"FAILED tests/t.py::test_{i} - TypeError: f() got an unexpected keyword argument 'x'"
