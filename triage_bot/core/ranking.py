@@ -100,9 +100,12 @@ FALLBACK_OTHER_LITERALS = (
     "Exception",
     "aborted!",
     # A script's own failure line: `❌ Performance Budget Violations:`, `❌ Deploy failed`;
-    # and a CLI's (Chromatic's `✖ Missing project token`, listr's failed task).
+    # and a CLI's (Chromatic's `✖ Missing project token`, listr's failed task, Snyk's
+    # `✗ Critical severity vulnerability found in ...`, AVA's and esbuild's `✘`).
     "\u274c",
     "\u2716",
+    "\u2717",
+    "\u2718",
     # Not an error word: the line that says the exception above it was being handled when
     # another one was raised (classify marks that one HANDLED).
     HANDLING_HEADER,
@@ -115,6 +118,7 @@ STEP_END_LITERALS = (
     "ERROR: Job failed",
     "Job succeeded",
     "Finished: ",
+    "Exited with code ",
 )
 
 _TRAVIS_END = regex.compile(
@@ -130,6 +134,9 @@ _GITHUB_END = regex.compile(
 )
 _GITLAB_END = regex.compile(r"^(?:ERROR: Job failed\b|Job succeeded$)")
 _JENKINS_END = regex.compile(r"^Finished: (?P<result>SUCCESS|FAILURE|UNSTABLE|ABORTED)$")
+# CircleCI ends a failed step with `Exited with code exit status 1` (`Exited with code 1`
+# before 2019), then `CircleCI received exit code 1`.
+_CIRCLECI_END = regex.compile(r"^Exited with code (?:exit status )?(?P<code>\d+)\s*$")
 GITHUB_STEP_START = "##[group]Run "
 GITHUB_ERROR = "##[error]"
 # Travis' marker before each command it runs, glued to the line (logs.normalise drops it).
@@ -148,7 +155,7 @@ _LOW_LEVEL = regex.compile(
 _STRONG = regex.compile(
     r"(?<![\w.\-/\\])(?:error|errors|Error|Errors|ERROR|ERRORS|fatal|Fatal|FATAL|FAIL|FAILED"
     r"|FAILURE|panic|Traceback|Killed|Aborted|aborted!)(?![\w\-]|\.\w)"
-    r"|ERR!|\u274c|\u2716"
+    r"|ERR!|\u274c|\u2716|\u2717|\u2718"
     r"|\b[A-Z]\w*(?:Error|Exception)(?=: )"
 )
 _WEAK = regex.compile(r"(?<![\w.\-/\\])(?:failed|Failed|failure|Failure|failures)(?![\w\-]|\.\w)")
@@ -182,6 +189,7 @@ _BOILERPLATE = regex.compile(
 # Lines that end a step without saying why: a person reads past them, up to the error.
 _CLOSING = regex.compile(
     r"exited with (?:code |status )?\d+|Process completed with exit code|Error \d+\s*$|BUILD FAIL"
+    r"|^Exited with code (?:exit status )?\d+|^CircleCI received exit code \d+"
     r"|Command failed with exit code|ERROR: Job failed|Finished: FAILURE|ELIFECYCLE"
     r"|Test failed\.|tests? failed|FAILED \(|\bfailed with exit|non-zero exit"
     # A shell's trace (`set -x`) of the script's own `exit 1`: the message is above it.
@@ -210,6 +218,9 @@ def step_end(text: str) -> bool | None:
     if text.startswith("Finished: "):
         found = _JENKINS_END.match(text)
         return None if found is None else found.group("result") != "SUCCESS"
+    if text.startswith("Exited with code "):
+        found = _CIRCLECI_END.match(text)
+        return None if found is None else found.group("code") != "0"
     return None
 
 
