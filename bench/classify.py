@@ -177,7 +177,13 @@ def _ascii_only(pattern: str) -> str:
     return "".join(out)
 
 
+_UNICODE_PROPERTY = re.compile(r"\\[pP]\{[^}]*\}")
+
+
 def _ascii_class(piece: str) -> str:
+    if piece.startswith("[^") and _UNICODE_PROPERTY.search(piece):
+        # `--no-unicode` refuses `\p{L}`: in a negated class, leaving it out broadens the class.
+        piece = _UNICODE_PROPERTY.sub("", piece)
     if piece.isascii():
         return piece
     others = [c for c in piece if not c.isascii()]

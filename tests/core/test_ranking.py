@@ -89,20 +89,21 @@ def test_step_ends_of_each_ci_system() -> None:
 
 
 def test_a_circleci_step_end_keeps_the_failing_steps_last_words() -> None:
-    # Snyk's findings under a CircleCI step (no error word): the step's end gives the job its
-    # best-guess lines, the CLI's own failure mark first.
+    # A checker no signature knows, under a CircleCI step (no error word): the step's end
+    # gives the job its best-guess lines, the CLI's own failure mark first.
     log = (
-        "Testing app:latest...\n\n"
-        "\u2717 Critical severity vulnerability found in pcre2/libpcre2-8-0\n"
-        "  Description: Out-of-bounds Read\n\n"
-        "Tested 143 dependencies for known issues, found 2 issues.\n\n"
+        "Checking 12 pages...\n\n"
+        "\u2717 3 links are broken in docs/index.md\n"
+        "  https://example.invalid/a (404)\n\n"
+        "Checked 12 pages.\n\n"
         "Exited with code exit status 1\n"
         "CircleCI received exit code 1\n"
     )
     result = run_log(log)
+    assert result.root_cause is None
     assert result.fallback_lines
     assert ranking.best_guess_index([f.text for f in result.fallback_lines]) == 0
-    assert result.fallback_lines[0].text.startswith("\u2717 Critical severity")
+    assert result.fallback_lines[0].text.startswith("\u2717 3 links are broken")
 
 
 def test_wrapper_defers_to_the_specific_error_above_it() -> None:
