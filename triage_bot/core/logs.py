@@ -12,8 +12,8 @@ signatures apply to it:
 - GitLab CI: `section_start:1700000000:NAME[collapsed=true]` / `section_end:...` the same way,
   and the `2024-01-01T00:00:00.000000Z 00O ` prefix of its timestamped logs;
 - Jenkins: the timestamper's `[2024-01-01T00:00:00.000Z] ` or `12:34:56 ` prefix;
-- fastlane's `[12:34:56]: ` (and gulp's `[12:34:56] `) before the lines of the tools it runs;
   `[Pipeline] ` lines stay (`is_bookkeeping` says what they are);
+- fastlane's `[12:34:56]: ` (and gulp's `[12:34:56] `) before the lines of the tools it runs;
 - progress written over itself with a bare `\r` (Maven's downloads, pip, curl, Gradle): a
   terminal shows the last thing written, so the text is the last segment that is not blank
   nor a marker; `\r\n` and `\r\r\n` endings go;
