@@ -106,6 +106,28 @@ def test_a_circleci_step_end_keeps_the_failing_steps_last_words() -> None:
     assert result.fallback_lines[0].text.startswith("\u2717 3 links are broken")
 
 
+def test_at_equal_priority_a_line_that_says_what_failed_outranks_a_lone_wrapper() -> None:
+    # Bundler's verdict (sachinkale/hotelonrails issue 5) and Docker's legacy builder's
+    # wrapper (nokn0wthing/CVE-2023-20052 issue 1) share priority 45; the two logs are joined
+    # here for their order. More than a wrapper's window of output lies between them in a log
+    # without steps (a bare `docker build` log, as DataKit CI keeps), so the wrapper stands
+    # for nothing; nearer the end, it used to win the tie.
+    bundler = "An error occurred while installing bcrypt-ruby (2.1.4), and Bundler cannot continue."
+    docker = (
+        "The command '/bin/sh -c apt-get install -y ca-certificates gnupg wget' returned a"
+        " non-zero code: 100"
+    )
+    output = [f"Installing gem number {n} of the Gemfile" for n in range(150)]
+    result = run_log(log_of(["Step 5 : RUN bundle install", bundler, *output, docker]))
+    root = result.root_cause
+    assert root is not None and root.text == bundler
+    top = result.weighed[0]
+    wrapper = next(w for w in result.weighed if w.match.text == docker)
+    says_what, priority = SCORE_PARTS.index("says_what"), SCORE_PARTS.index("priority")
+    assert wrapper.score[says_what] == 0 and top.score[says_what] == 1
+    assert wrapper.score[priority] == top.score[priority]
+
+
 def test_wrapper_defers_to_the_specific_error_above_it() -> None:
     # The compile error outranks make's lines by priority anyway; both make lines defer to
     # it (a specific error first, an inner wrapper only when there is none).

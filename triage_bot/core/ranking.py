@@ -383,6 +383,7 @@ SCORE_PARTS = (
     "not_recovered",
     "not_gone_on",
     "priority",
+    "says_what",
     "nearness",
     "first",
 )
@@ -419,6 +420,10 @@ def rank(matches: Sequence[Match], steps: Steps, last_line: int) -> list[Weighed
             0 if recovered else 1,
             0 if tests_below is not None else 1,
             match.signature.priority,
+            # At equal priority, a line that says what failed (opam's `The compilation of x
+            # failed`) before a wrapper that stands for nothing (Docker's `The command ...
+            # returned a non-zero code`), however near the end the wrapper is.
+            0 if match.signature.wraps and above is None else 1,
         )
         reasons = []
         if match.new is False:
