@@ -165,6 +165,8 @@ def test_jenkins_timestamper_prefixes_go_and_pipeline_lines_stay() -> None:
     raw = b"00:04:25.667 [WS-CLEANUP] Deleting project workspace..."
     assert logs.normalise(raw) == (None, "[WS-CLEANUP] Deleting project workspace...")
     assert logs.normalise(b"12:34:56 [ERROR] BUILD FAILURE")[1] == "[ERROR] BUILD FAILURE"
+    # The plugin's README (jenkinsci/timestamper-plugin) prints two spaces after the clock.
+    assert logs.normalise(b"21:51:15  Started by user anonymous")[1] == "Started by user anonymous"
     pipeline = logs.normalise(b"[2020-04-29T13:03:20.725Z] [Pipeline] checkout")[1]
     assert pipeline == "[Pipeline] checkout" and logs.is_bookkeeping(pipeline)
     assert not logs.is_bookkeeping("[ERROR] BUILD FAILURE")

@@ -59,9 +59,11 @@ _GH_RUN_VIEW = re.compile(r"[^\t]*\t[^\t]*\t\ufeff?(\d{4}-\d\d-\d\dT\d\d:\d\d:\d
 # starts blank (Go's `ok  \tpkg\t0.01s` keeps its columns).
 _GH_RUN_VIEW_CONTINUED = re.compile(r"[^\t]{1,200}\t(?:UNKNOWN STEP\t|[^\t]{1,200}\t(?=\s|$))")
 # Jenkins' timestamper: `[2024-01-01T00:00:00.000Z] ` (Pipeline) or `12:34:56 ` / elapsed
-# `00:00:01.234 ` (freestyle console text).
+# `00:00:01.234 ` (freestyle console text); two spaces after the clock as the plugin's own
+# README shows it (`21:51:15  Started by user anonymous`), so that the tool's text starts the
+# line for the signatures anchored there.
 _JENKINS_ISO = re.compile(r"\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)\] ")
-_CLOCK = re.compile(r"\d\d:\d\d:\d\d(?:\.\d{3})? ")
+_CLOCK = re.compile(r"\d\d:\d\d:\d\d(?:\.\d{3})? {1,2}")
 # fastlane's `[13:48:13]: ` before each line of the tools it runs (xcodebuild, gradle), and
 # gulp's `[13:48:13] `.
 _BRACKETED_CLOCK = re.compile(r"\[\d\d:\d\d:\d\d\]:? ")
